@@ -1,0 +1,13 @@
+#pragma once
+// Each subcommand registers itself on the root app; its callback returns the process exit code
+// through SetExitCode. Exit codes: 0 ok, 1 failure of the work itself, 2 bad input or usage.
+#include <CLI/CLI.hpp>
+
+namespace fusetune::cli {
+
+void RegisterCheckCommand(CLI::App& app);
+
+void SetExitCode(int code);
+int ExitCode();
+
+}  // namespace fusetune::cli

@@ -1,0 +1,42 @@
+#pragma once
+// Legality of a fused group, decided from the IR alone so the search (which never links LLVM) and
+// the code generator share one function. A group is lowerable iff it is connected, convex, and
+// matched by a template:
+//
+//   kElementwise  only ElemWise/Broadcast/Injective ops; one sink; iterate the sink's output space
+//   kReduce       one reduction anchor        (prologue inlined into its reads, epilogue on the result)
+//   kMatmul       one dense/batch_matmul/matmul anchor (prologue into loads, epilogue on the tile)
+//   kComposite    one softmax/layer_norm anchor (row kernel; prologue and epilogue as for kReduce)
+//
+// Prologue ops (producers of the anchor inside the group) must be ElemWise/Broadcast/Injective and
+// are inlined through their index maps. Epilogue ops (consumers of the anchor) must be
+// ElemWise/Broadcast ops whose output shape equals the anchor's, so they apply element by element
+// before the store. A node whose value is used outside the group (or is a graph output) becomes an
+// extra kernel output; it must be the sink, the anchor, or an epilogue/element-wise node whose
+// shape equals the sink's, so it is stored at the same index as the sink.
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace fusetune {
+
+enum class GroupTemplate { kElementwise, kReduce, kMatmul, kComposite };
+std::string_view TemplateName(GroupTemplate t);
+
+struct FusedGroup {
+  GroupTemplate templ = GroupTemplate::kElementwise;
+  std::vector<ValueId> nodes;    // ascending (= topological) order
+  ValueId anchor = -1;           // the matmul/reduce/composite node; -1 for kElementwise
+  ValueId sink = -1;             // the node no other group node reads
+  std::vector<ValueId> inputs;   // values read from outside the group, ascending
+  std::vector<ValueId> outputs;  // nodes whose value leaves the group, ascending (includes sink)
+};
+
+// Returns the group when lowerable; otherwise nullopt and, when `why_not` is given, the reason.
+std::optional<FusedGroup> AnalyzeGroup(const Graph& graph, std::span<const ValueId> nodes,
+                                       std::string* why_not = nullptr);
+
+}  // namespace fusetune

@@ -1,0 +1,47 @@
+#pragma once
+// A plan: the graph's nodes partitioned into fused groups, each with a schedule, in an order that
+// respects every dependency. Built-in plans: unfused (one kernel per op) and greedy (TVM FuseOps'
+// rules, see greedy.cc). Plans read and write as JSON: {"groups":[{"nodes":["%0","%1"],
+// "schedule":"tile_m=8,tile_n=32"}]}.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace fusetune {
+
+// Schedule knobs of a code-generation template; explicit and serialisable ("k=v,k=v", sorted by
+// key). An empty schedule means the template's default.
+struct Schedule {
+  std::vector<std::pair<std::string, int64_t>> knobs;
+
+  int64_t Get(const std::string& key, int64_t fallback) const;
+  void Set(const std::string& key, int64_t value);
+  std::string ToString() const;
+  static Schedule Parse(const std::string& text);  // throws UserError
+  bool operator==(const Schedule&) const = default;
+};
+
+struct PlanGroup {
+  std::vector<ValueId> nodes;  // ascending
+  Schedule schedule;
+};
+
+struct Plan {
+  std::string name;  // "unfused", "greedy", "tuned", or a file name
+  std::vector<PlanGroup> groups;
+};
+
+Plan UnfusedPlan(const Graph& graph);
+Plan GreedyPlan(const Graph& graph);
+
+// Checks that the groups cover every node exactly once, each is lowerable, and that they can run
+// in the given order (each group's inputs are produced by earlier groups). Throws UserError.
+void ValidatePlan(const Graph& graph, const Plan& plan);
+
+std::string PlanToJson(const Graph& graph, const Plan& plan);
+Plan PlanFromJson(const Graph& graph, const std::string& json, const std::string& source_name);
+
+}  // namespace fusetune
