@@ -37,6 +37,10 @@ struct Plan {
 Plan UnfusedPlan(const Graph& graph);
 Plan GreedyPlan(const Graph& graph);
 
+// Orders groups so each runs after the groups producing its inputs (ties: smallest first node).
+// FT_CHECKs that the groups are acyclic.
+void SortGroupsTopologically(const Graph& graph, Plan& plan);
+
 // Checks that the groups cover every node exactly once, each is lowerable, and that they can run
 // in the given order (each group's inputs are produced by earlier groups). Throws UserError.
 void ValidatePlan(const Graph& graph, const Plan& plan);

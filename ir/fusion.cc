@@ -1,0 +1,197 @@
+#include "ir/fusion.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+namespace fusetune {
+namespace {
+
+bool IsAnchorKind(OpKind k) {
+  return k == OpKind::kReduce || k == OpKind::kMatmul || k == OpKind::kComposite;
+}
+
+bool IsInlinable(const OpDef& op) {
+  return (op.kind == OpKind::kElementwise || op.kind == OpKind::kInjective) &&
+         op.pattern <= OpPattern::kInjective;
+}
+
+GroupTemplate TemplateFor(OpKind k) {
+  switch (k) {
+    case OpKind::kReduce:
+      return GroupTemplate::kReduce;
+    case OpKind::kMatmul:
+      return GroupTemplate::kMatmul;
+    case OpKind::kComposite:
+      return GroupTemplate::kComposite;
+    default:
+      return GroupTemplate::kElementwise;
+  }
+}
+
+// Marks every member of `in_group` reachable from `start` along edges inside the group.
+void Reach(const Graph& g, const std::vector<std::vector<ValueId>>& users, ValueId start,
+           const std::unordered_set<ValueId>& in_group, bool downward,
+           std::unordered_set<ValueId>& out) {
+  std::vector<ValueId> stack{start};
+  while (!stack.empty()) {
+    ValueId v = stack.back();
+    stack.pop_back();
+    const std::vector<ValueId>& next = downward ? users[v] : g.value(v).inputs;
+    for (ValueId n : next) {
+      if (in_group.count(n) && out.insert(n).second) stack.push_back(n);
+    }
+  }
+}
+
+std::optional<FusedGroup> Reject(std::string* why_not, std::string message) {
+  if (why_not) *why_not = std::move(message);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view TemplateName(GroupTemplate t) {
+  switch (t) {
+    case GroupTemplate::kElementwise:
+      return "elementwise";
+    case GroupTemplate::kReduce:
+      return "reduce";
+    case GroupTemplate::kMatmul:
+      return "matmul";
+    case GroupTemplate::kComposite:
+      return "composite";
+  }
+  return "?";
+}
+
+std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> nodes_in,
+                                       std::string* why_not) {
+  FusedGroup group;
+  group.nodes.assign(nodes_in.begin(), nodes_in.end());
+  std::sort(group.nodes.begin(), group.nodes.end());
+  group.nodes.erase(std::unique(group.nodes.begin(), group.nodes.end()), group.nodes.end());
+  if (group.nodes.empty()) return Reject(why_not, "empty group");
+  for (ValueId v : group.nodes) {
+    if (v < 0 || v >= static_cast<ValueId>(g.values().size()) ||
+        g.value(v).kind != ValueKind::kNode)
+      return Reject(why_not, fmt::format("value {} is not an op node", v));
+  }
+  const std::unordered_set<ValueId> in_group(group.nodes.begin(), group.nodes.end());
+  std::vector<std::vector<ValueId>> users(g.values().size());
+  for (size_t v = 0; v < g.values().size(); ++v)
+    for (ValueId in : g.values()[v].inputs) users[in].push_back(static_cast<ValueId>(v));
+  std::unordered_set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
+
+  // Connected: every member reachable from the first along edges in either direction.
+  {
+    std::unordered_set<ValueId> seen{group.nodes[0]};
+    std::vector<ValueId> stack{group.nodes[0]};
+    while (!stack.empty()) {
+      ValueId v = stack.back();
+      stack.pop_back();
+      for (const auto* next : {&users[v], &g.value(v).inputs})
+        for (ValueId n : *next)
+          if (in_group.count(n) && seen.insert(n).second) stack.push_back(n);
+    }
+    if (seen.size() != in_group.size()) return Reject(why_not, "group is not connected");
+  }
+
+  // Convex: no path leaves the group and re-enters it. Walk forward from outside users of members;
+  // nodes after the last member cannot lead back.
+  {
+    const ValueId last = group.nodes.back();
+    std::unordered_set<ValueId> seen;
+    std::vector<ValueId> stack;
+    for (ValueId v : group.nodes)
+      for (ValueId u : users[v])
+        if (!in_group.count(u) && u < last && seen.insert(u).second) stack.push_back(u);
+    while (!stack.empty()) {
+      ValueId v = stack.back();
+      stack.pop_back();
+      for (ValueId u : users[v]) {
+        if (in_group.count(u))
+          return Reject(why_not,
+                        fmt::format("group is not convex: a path leaves it and re-enters at {}",
+                                    g.RefName(u)));
+        if (u < last && seen.insert(u).second) stack.push_back(u);
+      }
+    }
+  }
+
+  // Inputs, outputs, sink.
+  std::vector<ValueId> sinks;
+  for (ValueId v : group.nodes) {
+    for (ValueId in : g.value(v).inputs)
+      if (!in_group.count(in)) group.inputs.push_back(in);
+    bool used_inside = false, used_outside = graph_outputs.count(v) > 0;
+    for (ValueId u : users[v]) (in_group.count(u) ? used_inside : used_outside) = true;
+    if (!used_inside) sinks.push_back(v);
+    if (used_outside || !used_inside) group.outputs.push_back(v);
+  }
+  std::sort(group.inputs.begin(), group.inputs.end());
+  group.inputs.erase(std::unique(group.inputs.begin(), group.inputs.end()), group.inputs.end());
+  if (sinks.size() != 1)
+    return Reject(why_not,
+                  fmt::format("group has {} sinks; a kernel iterates one output", sinks.size()));
+  group.sink = sinks[0];
+  const TensorType& sink_type = g.value(group.sink).type;
+
+  // Template: at most one anchor.
+  for (ValueId v : group.nodes) {
+    const OpDef& op = *g.value(v).op;
+    if (IsAnchorKind(op.kind)) {
+      if (group.anchor >= 0)
+        return Reject(
+            why_not,
+            fmt::format("group has two anchors ({} and {}); at most one {} op fits "
+                        "one kernel",
+                        g.RefName(group.anchor), g.RefName(v), "reduction, matmul or composite"));
+      group.anchor = v;
+    } else if (!IsInlinable(op)) {
+      return Reject(why_not, fmt::format("{} ({}) cannot be fused", g.RefName(v), op.name));
+    }
+  }
+
+  std::unordered_set<ValueId> epilogue, prologue;
+  if (group.anchor >= 0) {
+    group.templ = TemplateFor(g.value(group.anchor).op->kind);
+    Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);
+    Reach(g, users, group.anchor, in_group, /*downward=*/false, prologue);
+    const TensorType& anchor_type = g.value(group.anchor).type;
+    for (ValueId v : epilogue) {
+      const OpDef& op = *g.value(v).op;
+      if (op.kind != OpKind::kElementwise || op.pattern > OpPattern::kBroadcast)
+        return Reject(why_not, fmt::format("{} ({}) after the anchor is not element-wise",
+                                           g.RefName(v), op.name));
+      if (g.value(v).type.shape != anchor_type.shape)
+        return Reject(why_not, fmt::format("{} ({}) after the anchor changes the shape",
+                                           g.RefName(v), op.name));
+    }
+  }
+
+  // Extra outputs must be storable at the sink's iteration index.
+  for (ValueId v : group.outputs) {
+    if (v == group.sink || v == group.anchor) continue;
+    if (prologue.count(v))
+      return Reject(why_not, fmt::format("{} feeds the anchor and is also used outside the group",
+                                         g.RefName(v)));
+    // Every op on the way from v to the sink must read v's value at the same index.
+    std::unordered_set<ValueId> down;
+    Reach(g, users, v, in_group, true, down);
+    bool same_index = g.value(v).type.shape == sink_type.shape;
+    for (ValueId d : down) {
+      const Value& dv = g.value(d);
+      if (dv.op->kind != OpKind::kElementwise || dv.type.shape != sink_type.shape)
+        same_index = false;
+    }
+    if (!same_index)
+      return Reject(why_not, fmt::format("{} is used outside the group but is not computed at the "
+                                         "output's index",
+                                         g.RefName(v)));
+  }
+  return group;
+}
+
+}  // namespace fusetune

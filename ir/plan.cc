@@ -1,0 +1,197 @@
+#include "ir/plan.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+
+namespace fusetune {
+
+int64_t Schedule::Get(const std::string& key, int64_t fallback) const {
+  for (const auto& [k, v] : knobs)
+    if (k == key) return v;
+  return fallback;
+}
+
+void Schedule::Set(const std::string& key, int64_t value) {
+  for (auto& [k, v] : knobs) {
+    if (k == key) {
+      v = value;
+      return;
+    }
+  }
+  knobs.emplace_back(key, value);
+  std::sort(knobs.begin(), knobs.end());
+}
+
+std::string Schedule::ToString() const {
+  std::string out;
+  for (const auto& [k, v] : knobs) {
+    if (!out.empty()) out += ',';
+    out += fmt::format("{}={}", k, v);
+  }
+  return out;
+}
+
+Schedule Schedule::Parse(const std::string& text) {
+  Schedule s;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(pos, end - pos);
+    size_t eq = item.find('=');
+    int64_t value = 0;
+    if (eq == std::string::npos || eq == 0 ||
+        std::from_chars(item.data() + eq + 1, item.data() + item.size(), value).ec != std::errc() ||
+        std::to_string(value) != item.substr(eq + 1))
+      throw UserError(
+          fmt::format("schedule '{}': expected key=integer pairs separated by commas, got "
+                      "'{}'",
+                      text, item));
+    s.Set(item.substr(0, eq), value);
+    pos = end + 1;
+  }
+  return s;
+}
+
+Plan UnfusedPlan(const Graph& graph) {
+  Plan plan{"unfused", {}};
+  for (size_t v = 0; v < graph.values().size(); ++v)
+    if (graph.values()[v].kind == ValueKind::kNode)
+      plan.groups.push_back({{static_cast<ValueId>(v)}, {}});
+  return plan;
+}
+
+void SortGroupsTopologically(const Graph& graph, Plan& plan) {
+  std::unordered_map<ValueId, size_t> group_of;
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi)
+    for (ValueId v : plan.groups[gi].nodes) group_of[v] = gi;
+  const size_t n = plan.groups.size();
+  std::vector<std::vector<size_t>> next(n);
+  std::vector<int> pending(n, 0);
+  for (size_t gi = 0; gi < n; ++gi) {
+    std::vector<size_t> preds;
+    for (ValueId v : plan.groups[gi].nodes)
+      for (ValueId in : graph.value(v).inputs) {
+        auto it = group_of.find(in);
+        if (it != group_of.end() && it->second != gi) preds.push_back(it->second);
+      }
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    for (size_t p : preds) next[p].push_back(gi);
+    pending[gi] = static_cast<int>(preds.size());
+  }
+  auto first_node = [&](size_t gi) { return plan.groups[gi].nodes.front(); };
+  auto later = [&](size_t a, size_t b) { return first_node(a) > first_node(b); };
+  std::vector<size_t> ready;  // a min-heap on the first node
+  for (size_t gi = 0; gi < n; ++gi)
+    if (pending[gi] == 0) ready.push_back(gi);
+  std::make_heap(ready.begin(), ready.end(), later);
+  std::vector<PlanGroup> ordered;
+  while (!ready.empty()) {
+    std::pop_heap(ready.begin(), ready.end(), later);
+    size_t gi = ready.back();
+    ready.pop_back();
+    ordered.push_back(plan.groups[gi]);
+    for (size_t s : next[gi])
+      if (--pending[s] == 0) {
+        ready.push_back(s);
+        std::push_heap(ready.begin(), ready.end(), later);
+      }
+  }
+  FT_CHECK(ordered.size() == n, "plan groups depend on each other in a cycle");
+  plan.groups = std::move(ordered);
+}
+
+void ValidatePlan(const Graph& graph, const Plan& plan) {
+  std::unordered_map<ValueId, size_t> group_of;
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    for (ValueId v : plan.groups[gi].nodes) {
+      if (v < 0 || v >= static_cast<ValueId>(graph.values().size()) ||
+          graph.value(v).kind != ValueKind::kNode)
+        throw UserError(
+            fmt::format("plan '{}': group {} names {}, which is not an op node", plan.name, gi, v));
+      if (!group_of.emplace(v, gi).second)
+        throw UserError(fmt::format("plan '{}': {} is in two groups", plan.name, graph.RefName(v)));
+    }
+  }
+  for (size_t v = 0; v < graph.values().size(); ++v)
+    if (graph.values()[v].kind == ValueKind::kNode && !group_of.count(static_cast<ValueId>(v)))
+      throw UserError(fmt::format("plan '{}': {} is in no group", plan.name,
+                                  graph.RefName(static_cast<ValueId>(v))));
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    std::string why;
+    auto group = AnalyzeGroup(graph, plan.groups[gi].nodes, &why);
+    if (!group)
+      throw UserError(
+          fmt::format("plan '{}': group {} cannot be one kernel: {}", plan.name, gi, why));
+    for (ValueId in : group->inputs) {
+      auto it = group_of.find(in);
+      if (it != group_of.end() && it->second >= gi)
+        throw UserError(fmt::format("plan '{}': group {} reads {} before its group runs", plan.name,
+                                    gi, graph.RefName(in)));
+    }
+  }
+}
+
+std::string PlanToJson(const Graph& graph, const Plan& plan) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const PlanGroup& group : plan.groups) {
+    nlohmann::json names = nlohmann::json::array();
+    for (ValueId v : group.nodes) names.push_back(graph.RefName(v));
+    groups.push_back({{"nodes", names}, {"schedule", group.schedule.ToString()}});
+  }
+  return nlohmann::json{{"plan", plan.name}, {"groups", groups}}.dump(2);
+}
+
+Plan PlanFromJson(const Graph& graph, const std::string& text, const std::string& source_name) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UserError(fmt::format("{}: not valid JSON: {}", source_name, e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("groups") || !doc["groups"].is_array())
+    throw UserError(fmt::format("{}: expected an object with a \"groups\" array", source_name));
+  Plan plan{source_name, {}};
+  for (size_t gi = 0; gi < doc["groups"].size(); ++gi) {
+    const auto& jg = doc["groups"][gi];
+    const nlohmann::json* nodes =
+        jg.is_array() ? &jg : (jg.is_object() && jg.contains("nodes") ? &jg["nodes"] : nullptr);
+    if (!nodes || !nodes->is_array())
+      throw UserError(
+          fmt::format("{}: group {} must be a list of node names or an object with "
+                      "\"nodes\"",
+                      source_name, gi));
+    PlanGroup group;
+    for (const auto& name : *nodes) {
+      if (!name.is_string())
+        throw UserError(
+            fmt::format("{}: group {}: node names are strings like \"%0\"", source_name, gi));
+      std::string n = name.get<std::string>();
+      auto id = graph.FindByName(n.size() > 1 && n[0] == '%' ? n.substr(1) : n);
+      if (!id)
+        throw UserError(fmt::format("{}: group {}: the graph has no node {}", source_name, gi, n));
+      group.nodes.push_back(*id);
+    }
+    std::sort(group.nodes.begin(), group.nodes.end());
+    if (jg.is_object() && jg.contains("schedule")) {
+      if (!jg["schedule"].is_string())
+        throw UserError(fmt::format("{}: group {}: \"schedule\" is a string like \"tile_m=8\"",
+                                    source_name, gi));
+      group.schedule = Schedule::Parse(jg["schedule"].get<std::string>());
+    }
+    plan.groups.push_back(std::move(group));
+  }
+  ValidatePlan(graph, plan);
+  return plan;
+}
+
+}  // namespace fusetune
