@@ -1,0 +1,21 @@
+#pragma once
+// The one persistent thread pool that generated kernels call. A parallel loop in a kernel is
+// outlined into `fn(ctx, begin, end)` and handed to fusetune_parallel_for, which splits [0, n)
+// into one contiguous chunk per thread; the calling thread runs the first chunk itself.
+// Workers spin briefly after a job (kernels are called back to back when timed) and then sleep,
+// so an idle pool costs nothing. A call from inside a chunk runs serially (no nesting).
+#include <cstdint>
+
+extern "C" void fusetune_parallel_for(int64_t n, void (*fn)(void* ctx, int64_t begin, int64_t end),
+                                      void* ctx);
+
+namespace fusetune::runtime {
+
+// Threads used by the next parallel loops, clamped to [1, MaxThreads()]. Not to be called while a
+// kernel runs.
+void SetNumThreads(int threads);
+int NumThreads();
+// Hardware threads of this machine (std::thread::hardware_concurrency, at least 1).
+int MaxThreads();
+
+}  // namespace fusetune::runtime

@@ -1,0 +1,99 @@
+#pragma once
+// The matmul kernel emitter: out[b, m, n] = sum_k A(b, m, k) * B(b, n, k), register-blocked,
+// cache-blocked, B packed inside the call, parallel over (batch, m block, n block) tasks, with a
+// caller-supplied epilogue applied to each row of the finished accumulator tile before it is
+// stored. It knows nothing of graphs: matmul.cc maps a fused group onto it.
+//
+//   kernel(buffers)                          void(void**), the kernel ABI (kernel_abi.h)
+//     fusetune_parallel_for(tasks, task, buffers)
+//   task(buffers, begin, end)                for each task t = (b, n block, m block):
+//     for each k block:                        pack B block -> thread scratch (skipped when the
+//       for m tiles / n panels (loop knob):      previous task of this thread packed the same one)
+//         tile_<rows>x<vectors>(...)             one of <= 4 micro-kernels: full / m tail / n tail
+//   tile(a, bp, kcount, first, last, row, n0, buffers)
+//     acc = first ? 0 : partial sums      rows x vectors <16 x float> accumulators in registers
+//     k loop (ku steps per iteration)     broadcast A(m, k), load packed B row, FMA
+//     last ? epilogue(row by row) : store partial sums
+#include <string>
+#include <vector>
+
+#include "ir/matmul_schedule.h"
+#include "ir/op.h"
+#include "worker/codegen/target.h"
+
+namespace llvm {
+class Function;
+class Module;
+class Value;
+class ConstantFolder;
+class IRBuilderDefaultInserter;
+template <typename Folder, typename Inserter>
+class IRBuilder;
+}  // namespace llvm
+
+namespace fusetune::codegen {
+
+using MatmulBuilder = llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderDefaultInserter>;
+
+// Where an operand lives: buffers[buffer] + b * batch_stride + i * row_stride + k * k_stride
+// floats, i = m for A and n for B. A batch stride of 0 broadcasts one matrix over the batch.
+struct MatmulOperand {
+  int buffer = -1;
+  int64_t batch_stride = 0;
+  int64_t row_stride = 0;
+  int64_t k_stride = 0;
+};
+
+// The operand strides of a dense row-major layout; `batch_broadcast` when that operand has a
+// batch of 1 while the product has more.
+MatmulOperand OperandA(const MatmulLayout& l, int buffer, bool batch_broadcast);
+MatmulOperand OperandB(const MatmulLayout& l, int buffer, bool batch_broadcast);
+
+// One row of a finished tile: columns n0 + 16 j + lane of output row `row` (the flat index over
+// every output axis but the last, i.e. b * M + m), lanes of the last vector limited by
+// `last_mask` when the tile is ragged in n.
+struct TileRow {
+  llvm::Value* buffers = nullptr;    // ptr: the kernel's buffer array
+  llvm::Value* row = nullptr;        // i64
+  llvm::Value* n0 = nullptr;         // i64
+  std::vector<llvm::Value*> acc;     // <16 x float> each
+  llvm::Value* last_mask = nullptr;  // <16 x i1>, or nullptr when every lane is valid
+};
+
+// Computes the group's outputs from a tile row and stores them (every output of the group has
+// the anchor's shape, so they are all stored at row * N + column).
+class TileEpilogue {
+ public:
+  virtual ~TileEpilogue() = default;
+  virtual void EmitRow(MatmulBuilder& builder, const TileRow& row) = 0;
+};
+
+// The plain epilogue: stores the product into a float32 output buffer.
+class StoreEpilogue : public TileEpilogue {
+ public:
+  StoreEpilogue(int out_buffer, int64_t n) : out_buffer_(out_buffer), n_(n) {}
+  void EmitRow(MatmulBuilder& builder, const TileRow& row) override;
+
+ private:
+  int out_buffer_;
+  int64_t n_;
+};
+
+struct MatmulKernelDesc {
+  std::string name;  // the kernel's symbol; helper functions get it as a prefix
+  MatmulLayout layout;
+  MatmulTiling tiling;
+  MatmulOperand a, b;
+  // A float32 output of shape [batch * M, N] that holds partial sums between k blocks. -1 when
+  // the group has none: the emitter then uses one k block (kc = K).
+  int acc_buffer = -1;
+};
+
+// Emits the kernel `void name(void** buffers)` and its helpers into `module`, marked for `target`.
+llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc& desc, TileEpilogue& epilogue,
+                                   const TargetInfo& target);
+
+// Load/store helpers shared with epilogues: a float pointer to buffers[index] + offset floats.
+llvm::Value* BufferElementPtr(MatmulBuilder& builder, llvm::Value* buffers, int index, llvm::Value* offset);
+
+}  // namespace fusetune::codegen

@@ -1,0 +1,138 @@
+#include "worker/codegen/templates/matmul_runtime.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+// Any layout, any CPU: the reference the vector paths must match.
+void PackGeneric(const float* b, int64_t n_stride, int64_t k_stride, int64_t n_count, int64_t k_count,
+                 int64_t nr, float* out) {
+  int64_t panels = (n_count + nr - 1) / nr;
+  for (int64_t p = 0; p < panels; ++p) {
+    float* panel = out + p * k_count * nr;
+    for (int64_t k = 0; k < k_count; ++k) {
+      for (int64_t j = 0; j < nr; ++j) {
+        int64_t n = p * nr + j;
+        panel[k * nr + j] = n < n_count ? b[n * n_stride + k * k_stride] : 0.0f;
+      }
+    }
+  }
+}
+
+#define FT_AVX512 __attribute__((target("avx512f")))
+
+// In-register transpose of 16 rows of 16 floats: r[i][j] -> r[j][i]. Unpacks pair rows inside
+// 128-bit lanes, shuffle_ps gathers groups of four rows, shuffle_f32x4 moves the 128-bit blocks.
+FT_AVX512 inline void Transpose16x16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4g + e] holds, in 128-bit block L, rows 4g..4g+3 of column 4L + e.
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  for (int e = 0; e < 4; ++e) {
+    __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x44);
+    __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xEE);
+    __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44);
+    __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xEE);
+    r[0 + e] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[4 + e] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+    r[8 + e] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[12 + e] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+  }
+}
+
+// B stored [n][k] (k contiguous): 16x16 blocks are loaded as rows of n, transposed, stored as
+// rows of k. Ragged edges use masked loads (zeros) and shorter store loops.
+FT_AVX512 void PackNkAvx512(const float* b, int64_t n_stride, int64_t n_count, int64_t k_count,
+                            int64_t nr, float* out) {
+  int64_t panels = (n_count + nr - 1) / nr;
+  for (int64_t p = 0; p < panels; ++p) {
+    float* panel = out + p * k_count * nr;
+    for (int64_t g = 0; g < nr; g += 16) {
+      int64_t n0 = p * nr + g;
+      int64_t rows = std::clamp<int64_t>(n_count - n0, 0, 16);
+      for (int64_t k0 = 0; k0 < k_count; k0 += 16) {
+        int64_t cols = std::min<int64_t>(16, k_count - k0);
+        __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1);
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) {
+          if (i >= rows) {
+            r[i] = _mm512_setzero_ps();
+          } else if (cols == 16) {
+            r[i] = _mm512_loadu_ps(b + (n0 + i) * n_stride + k0);
+          } else {
+            r[i] = _mm512_maskz_loadu_ps(mask, b + (n0 + i) * n_stride + k0);
+          }
+        }
+        Transpose16x16(r);
+        for (int64_t j = 0; j < cols; ++j) _mm512_store_ps(panel + (k0 + j) * nr + g, r[j]);
+      }
+    }
+  }
+}
+
+// B stored [k][n] (n contiguous): each panel row is a copy of nr contiguous floats.
+FT_AVX512 void PackKnAvx512(const float* b, int64_t k_stride, int64_t n_count, int64_t k_count, int64_t nr,
+                            float* out) {
+  int64_t panels = (n_count + nr - 1) / nr;
+  for (int64_t p = 0; p < panels; ++p) {
+    float* panel = out + p * k_count * nr;
+    for (int64_t k = 0; k < k_count; ++k) {
+      const float* row = b + k * k_stride + p * nr;
+      for (int64_t g = 0; g < nr; g += 16) {
+        int64_t cols = std::clamp<int64_t>(n_count - p * nr - g, 0, 16);
+        __m512 v = cols == 16 ? _mm512_loadu_ps(row + g)
+                              : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << cols) - 1), row + g);
+        _mm512_store_ps(panel + k * nr + g, v);
+      }
+    }
+  }
+}
+
+bool HasAvx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+struct Scratch {
+  void* data = nullptr;
+  int64_t bytes = 0;
+  ~Scratch() { std::free(data); }
+};
+
+}  // namespace
+
+extern "C" void fusetune_mm_pack_b(const float* b, int64_t n_stride, int64_t k_stride, int64_t n_count,
+                                   int64_t k_count, int64_t nr, float* out) {
+  if (HasAvx512() && nr % 16 == 0) {
+    if (k_stride == 1) return PackNkAvx512(b, n_stride, n_count, k_count, nr, out);
+    if (n_stride == 1) return PackKnAvx512(b, k_stride, n_count, k_count, nr, out);
+  }
+  PackGeneric(b, n_stride, k_stride, n_count, k_count, nr, out);
+}
+
+extern "C" void* fusetune_mm_scratch(int64_t bytes) {
+  thread_local Scratch scratch;
+  if (bytes > scratch.bytes) {
+    std::free(scratch.data);
+    int64_t rounded = (bytes + 4095) / 4096 * 4096;
+    scratch.data = std::aligned_alloc(64, static_cast<size_t>(rounded));
+    // Called from generated code, which cannot unwind: out of memory ends the process.
+    if (!scratch.data) std::abort();
+    // Touch every page now, so the first timed call does not pay the page faults.
+    std::memset(scratch.data, 0, static_cast<size_t>(rounded));
+    scratch.bytes = rounded;
+  }
+  return scratch.data;
+}
