@@ -1,6 +1,7 @@
 #include "ir/fusion.h"
 
 #include <algorithm>
+#include <array>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -91,7 +92,8 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     while (!stack.empty()) {
       ValueId v = stack.back();
       stack.pop_back();
-      for (const auto* next : {&users[v], &g.value(v).inputs})
+      for (const std::vector<ValueId>* next :
+           std::array<const std::vector<ValueId>*, 2>{&users[v], &g.value(v).inputs})
         for (ValueId n : *next)
           if (in_group.count(n) && seen.insert(n).second) stack.push_back(n);
     }

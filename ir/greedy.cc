@@ -64,7 +64,9 @@ class GreedyFuser {
     for (int v = 0; v < n_; ++v) {
       if (!IsNode(v)) continue;
       groups_[v].pattern = g_.value(v).op->pattern;
-      groups_[v].has_anchor = groups_[v].pattern == OpPattern::kOutEWiseFusable;
+      // A merged group takes its anchor's pattern, so nothing fuses a second anchor into it.
+      groups_[v].has_anchor = groups_[v].pattern == OpPattern::kOutEWiseFusable ||
+                              groups_[v].pattern == OpPattern::kCommReduce;
     }
     for (int phase = 0; phase < 3; ++phase) RunPhase(phase);
     return CollectPlan();
