@@ -26,6 +26,8 @@ enum class AttrKind {
   kOptionalIntList,  // None or a list of ints (a single int is accepted as a one-element list)
 };
 
+// A NoneAttr default on a kind that does not admit None (kBool .. kIntList) marks a required
+// attribute: NormalizeAttrs refuses a call that omits it.
 struct AttrSpec {
   std::string name;
   AttrKind kind;

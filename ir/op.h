@@ -81,4 +81,11 @@ Attrs NormalizeAttrs(const OpDef& op, const Attrs& given);
 // Reference evaluation of one op (uses `eval`, or the generic access/scalar path).
 Tensor EvalOp(const OpDef& op, std::span<const Tensor* const> inputs, const TensorType& out, const Attrs& attrs);
 
+// An axis attribute in [-rank, rank) made non-negative; throws UserError naming `op` otherwise.
+int NormalizeAxis(std::string_view op, int64_t axis, int rank);
+
+// The input axes a reduction (sum/max/min/mean) reduces, ascending, from its normalised attrs
+// (axis None = all axes; exclude inverts the set).
+std::vector<int> ReduceAxes(const TensorType& input, const Attrs& attrs);
+
 }  // namespace fusetune

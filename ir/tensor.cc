@@ -1,5 +1,6 @@
 #include "ir/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@ int64_t TensorType::NumElements() const {
 }
 
 std::string TensorType::ToString() const {
+  if (shape.empty()) return std::string(DTypeName(dtype));  // Relay writes a scalar type bare
   std::string dims;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) dims += ", ";
@@ -28,7 +30,8 @@ std::string TensorType::ToString() const {
 
 std::vector<int64_t> RowMajorStrides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
-  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
   return strides;
 }
 
@@ -39,26 +42,43 @@ Tensor::Tensor(TensorType type) : type_(std::move(type)) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw UserError(fmt::format("out of memory allocating {} bytes for {}", bytes, type_.ToString()));
+  if (!p)
+    throw UserError(
+        fmt::format("out of memory allocating {} bytes for {}", bytes, type_.ToString()));
   std::memset(p, 0, rounded);
   storage_ = std::shared_ptr<void>(p, FreeDeleter{});
 }
 
 double Tensor::Get(int64_t i) const {
   switch (type_.dtype) {
-    case DType::kFloat32: return as<float>()[i];
-    case DType::kInt32: return as<int32_t>()[i];
-    case DType::kBool: return as<uint8_t>()[i] ? 1.0 : 0.0;
-    default: FT_CHECK(false, fmt::format("no element access for {}", DTypeName(type_.dtype)));
+    case DType::kFloat32:
+      return as<float>()[i];
+    case DType::kInt32:
+      return as<int32_t>()[i];
+    case DType::kBool:
+      return as<uint8_t>()[i] ? 1.0 : 0.0;
+    default:
+      FT_CHECK(false, fmt::format("no element access for {}", DTypeName(type_.dtype)));
   }
 }
 
 void Tensor::Set(int64_t i, double v) {
   switch (type_.dtype) {
-    case DType::kFloat32: as<float>()[i] = static_cast<float>(v); return;
-    case DType::kInt32: as<int32_t>()[i] = static_cast<int32_t>(std::trunc(v)); return;
-    case DType::kBool: as<uint8_t>()[i] = v != 0.0; return;
-    default: FT_CHECK(false, fmt::format("no element access for {}", DTypeName(type_.dtype)));
+    case DType::kFloat32:
+      as<float>()[i] = static_cast<float>(v);
+      return;
+    case DType::kInt32: {
+      // Toward zero; NaN stores 0 and out-of-range values saturate (a plain cast would be UB).
+      double t = std::isnan(v) ? 0.0 : std::trunc(v);
+      t = std::clamp(t, -2147483648.0, 2147483647.0);
+      as<int32_t>()[i] = static_cast<int32_t>(t);
+      return;
+    }
+    case DType::kBool:
+      as<uint8_t>()[i] = v != 0.0;
+      return;
+    default:
+      FT_CHECK(false, fmt::format("no element access for {}", DTypeName(type_.dtype)));
   }
 }
 
@@ -73,10 +93,17 @@ Tensor Tensor::Random(const TensorType& type, uint64_t seed) {
     uint64_t r = state * 0x2545F4914F6CDD1Dull;
     double unit = static_cast<double>(r >> 11) * 0x1.0p-53;  // [0, 1)
     switch (type.dtype) {
-      case DType::kFloat32: t.Set(i, unit * 2.0 - 1.0); break;
-      case DType::kInt32: t.Set(i, std::floor(unit * 16.0) - 8.0); break;
-      case DType::kBool: t.Set(i, unit < 0.5 ? 1.0 : 0.0); break;
-      default: throw UserError(fmt::format("{} tensors are not supported yet", DTypeName(type.dtype)));
+      case DType::kFloat32:
+        t.Set(i, unit * 2.0 - 1.0);
+        break;
+      case DType::kInt32:
+        t.Set(i, std::floor(unit * 16.0) - 8.0);
+        break;
+      case DType::kBool:
+        t.Set(i, unit < 0.5 ? 1.0 : 0.0);
+        break;
+      default:
+        throw UserError(fmt::format("{} tensors are not supported yet", DTypeName(type.dtype)));
     }
   }
   return t;
