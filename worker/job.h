@@ -1,0 +1,72 @@
+#pragma once
+// A measurement job: "time these plans of this graph on this machine". The same message serves
+// every purpose: one candidate group (a graph that is the group, one plan with one group), a
+// region's validation (a graph that is the region; tuned, greedy and unfused plans timed in the
+// same run), and a target's calibration. Jobs travel as JSON: over the local sandbox's pipe, and
+// inside the service's protobuf messages, so a worker never needs the submitted graph.
+//
+//   {"id":7,"graph":"fn (%p0: ...) {...}","threads":1,"seed":1,
+//    "plans":[{"name":"g","groups":[{"nodes":["%n0","%n1"],"schedule":"vec=16"}]}],
+//    "timing":{"warmup":1,"repeat":5,"min_repeat_ms":10,"flush_cache":false},
+//    "inject":""}
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusetune {
+
+struct TimingOptions {
+  int warmup = 1;
+  int repeat = 5;
+  double min_repeat_ms = 10.0;
+  bool flush_cache = false;
+};
+
+struct JobPlan {
+  std::string name;
+  std::string json;  // ir/plan.h's PlanToJson over the job's graph
+};
+
+struct MeasureJob {
+  int64_t id = 0;
+  std::string graph_text;  // Relay text
+  std::vector<JobPlan> plans;
+  int threads = 1;
+  uint64_t seed = 1;
+  TimingOptions timing;
+  // Test hook: "crash", "hang" or "wrong" makes the worker misbehave on purpose, so tests can prove
+  // that such kernels are recorded invalid and the search goes on. Ignored unless the worker was
+  // started with FUSETUNE_ALLOW_INJECT=1.
+  std::string inject;
+};
+
+struct PlanTiming {
+  std::string name;
+  bool ok = false;
+  std::string reason;  // why not ok: compile error, wrong result (with the error), crash, timeout
+  double median_us = 0, min_us = 0, stddev_us = 0;
+  int64_t number = 0, repeat = 0;
+  double compile_ms = 0;
+  double max_abs_error = 0;
+  std::vector<double> kernel_us;  // per group, in plan order
+};
+
+struct JobResult {
+  int64_t id = 0;
+  std::string target;  // fingerprint of the machine that measured
+  std::vector<PlanTiming> plans;
+};
+
+std::string JobToJson(const MeasureJob& job);
+MeasureJob JobFromJson(const std::string& json);  // throws UserError
+std::string ResultToJson(const JobResult& result);
+JobResult ResultFromJson(const std::string& json);  // throws UserError
+
+// Every plan of `job` marked failed with `reason` (a crash or timeout of the sandbox).
+JobResult FailedResult(const MeasureJob& job, const std::string& reason);
+
+// Runs the job in this process: parse, compile every group, check every plan's outputs against
+// the reference interpreter, time. Never throws for a bad kernel: that is a failed PlanTiming.
+JobResult RunJob(const MeasureJob& job);
+
+}  // namespace fusetune

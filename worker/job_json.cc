@@ -1,0 +1,111 @@
+// JSON form of measurement jobs and results (see job.h).
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "worker/job.h"
+
+namespace fusetune {
+
+using nlohmann::json;
+
+std::string JobToJson(const MeasureJob& job) {
+  json plans = json::array();
+  for (const JobPlan& p : job.plans) plans.push_back({{"name", p.name}, {"plan", json::parse(p.json)}});
+  json j = {{"id", job.id},
+            {"graph", job.graph_text},
+            {"plans", plans},
+            {"threads", job.threads},
+            {"seed", job.seed},
+            {"timing",
+             {{"warmup", job.timing.warmup},
+              {"repeat", job.timing.repeat},
+              {"min_repeat_ms", job.timing.min_repeat_ms},
+              {"flush_cache", job.timing.flush_cache}}},
+            {"inject", job.inject}};
+  return j.dump();
+}
+
+MeasureJob JobFromJson(const std::string& text) {
+  try {
+    json j = json::parse(text);
+    MeasureJob job;
+    job.id = j.at("id").get<int64_t>();
+    job.graph_text = j.at("graph").get<std::string>();
+    for (const auto& p : j.at("plans")) job.plans.push_back({p.at("name"), p.at("plan").dump()});
+    job.threads = j.value("threads", 1);
+    job.seed = j.value("seed", uint64_t{1});
+    if (j.contains("timing")) {
+      const auto& t = j["timing"];
+      job.timing.warmup = t.value("warmup", 1);
+      job.timing.repeat = t.value("repeat", 5);
+      job.timing.min_repeat_ms = t.value("min_repeat_ms", 10.0);
+      job.timing.flush_cache = t.value("flush_cache", false);
+    }
+    job.inject = j.value("inject", std::string());
+    if (job.threads < 1 || job.timing.repeat < 1 || job.timing.min_repeat_ms < 0)
+      throw UserError("threads and repeat must be at least 1, min_repeat_ms not negative");
+    return job;
+  } catch (const json::exception& e) {
+    throw UserError(fmt::format("malformed measurement job: {}", e.what()));
+  }
+}
+
+std::string ResultToJson(const JobResult& r) {
+  json plans = json::array();
+  for (const PlanTiming& p : r.plans)
+    plans.push_back({{"name", p.name},
+                     {"ok", p.ok},
+                     {"reason", p.reason},
+                     {"median_us", p.median_us},
+                     {"min_us", p.min_us},
+                     {"stddev_us", p.stddev_us},
+                     {"number", p.number},
+                     {"repeat", p.repeat},
+                     {"compile_ms", p.compile_ms},
+                     {"max_abs_error", p.max_abs_error},
+                     {"kernel_us", p.kernel_us}});
+  return json{{"id", r.id}, {"target", r.target}, {"plans", plans}}.dump();
+}
+
+JobResult ResultFromJson(const std::string& text) {
+  try {
+    json j = json::parse(text);
+    JobResult r;
+    r.id = j.at("id").get<int64_t>();
+    r.target = j.value("target", std::string());
+    for (const auto& p : j.at("plans")) {
+      PlanTiming t;
+      t.name = p.at("name");
+      t.ok = p.at("ok");
+      t.reason = p.value("reason", std::string());
+      t.median_us = p.value("median_us", 0.0);
+      t.min_us = p.value("min_us", 0.0);
+      t.stddev_us = p.value("stddev_us", 0.0);
+      t.number = p.value("number", int64_t{0});
+      t.repeat = p.value("repeat", int64_t{0});
+      t.compile_ms = p.value("compile_ms", 0.0);
+      t.max_abs_error = p.value("max_abs_error", 0.0);
+      t.kernel_us = p.value("kernel_us", std::vector<double>{});
+      r.plans.push_back(std::move(t));
+    }
+    return r;
+  } catch (const json::exception& e) {
+    throw UserError(fmt::format("malformed measurement result: {}", e.what()));
+  }
+}
+
+JobResult FailedResult(const MeasureJob& job, const std::string& reason) {
+  JobResult r;
+  r.id = job.id;
+  for (const JobPlan& p : job.plans) {
+    PlanTiming t;
+    t.name = p.name;
+    t.reason = reason;
+    r.plans.push_back(std::move(t));
+  }
+  return r;
+}
+
+}  // namespace fusetune

@@ -1,0 +1,160 @@
+#include "worker/sandbox.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+
+extern char** environ;
+
+namespace fusetune {
+namespace {
+
+std::string DescribeExit(int status) {
+  if (WIFSIGNALED(status)) return fmt::format("crashed with signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFEXITED(status)) return fmt::format("exited with code {}", WEXITSTATUS(status));
+  return "ended";
+}
+
+bool WriteAll(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+Sandbox::Sandbox(std::chrono::milliseconds time_limit, std::string binary)
+    : time_limit_(time_limit), binary_(binary.empty() ? "/proc/self/exe" : std::move(binary)) {
+  // A child that dies while we write to it must not kill us with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+Sandbox::~Sandbox() { Stop(); }
+
+void Sandbox::Start() {
+  int in_pipe[2], out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error(fmt::format("sandbox: pipe failed: {}", strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  std::string self = binary_;
+  char arg0[] = "fusetune";
+  char arg1[] = "sandbox-child";
+  char* argv[] = {arg0, arg1, nullptr};
+  int rc = posix_spawn(&pid_, self.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  if (rc != 0) {
+    ::close(in_pipe[1]);
+    ::close(out_pipe[0]);
+    pid_ = -1;
+    throw std::runtime_error(fmt::format("sandbox: cannot start {}: {}", self, strerror(rc)));
+  }
+  to_child_ = in_pipe[1];
+  from_child_ = out_pipe[0];
+  pending_.clear();
+}
+
+void Sandbox::Stop() {
+  if (to_child_ >= 0) ::close(to_child_);
+  if (from_child_ >= 0) ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status;
+    ::waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+}
+
+JobResult Sandbox::Run(const MeasureJob& job) {
+  if (pid_ < 0) Start();
+  auto fail = [&](const std::string& reason) {
+    int status = 0;
+    std::string why = reason;
+    // Reap the child to say how it ended; kill it first if it is still there (a hang).
+    if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+      why = fmt::format("{} ({})", reason, DescribeExit(status));
+      pid_ = -1;
+    }
+    Stop();
+    return FailedResult(job, why);
+  };
+  if (!WriteAll(to_child_, JobToJson(job) + "\n")) return fail("sandbox child did not take the job");
+
+  const auto deadline = std::chrono::steady_clock::now() + time_limit_;
+  for (;;) {
+    size_t newline = pending_.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = pending_.substr(0, newline);
+      pending_.erase(0, newline + 1);
+      try {
+        JobResult result = ResultFromJson(line);
+        if (result.id == job.id) return result;
+      } catch (const UserError& e) {
+        return fail(fmt::format("sandbox child answered garbage: {}", e.what()));
+      }
+      continue;  // an answer to an earlier job: skip it
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return fail(fmt::format("timed out after {} ms", time_limit_.count()));
+    pollfd pfd{from_child_, POLLIN, 0};
+    int ready = ::poll(&pfd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;  // loop re-checks the deadline
+    char buf[65536];
+    ssize_t n = ::read(from_child_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // EOF: the child died. Wait for it so the reason says how.
+      int status = 0;
+      if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
+        pid_ = -1;
+        Stop();
+        return FailedResult(job, DescribeExit(status));
+      }
+      return fail("sandbox child closed its output");
+    }
+    pending_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+int RunSandboxChild() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    JobResult result;
+    try {
+      MeasureJob job = JobFromJson(line);
+      result = RunJob(job);
+    } catch (const std::exception& e) {
+      // A job this child cannot even read: answer with no plans; the parent reports it.
+      result.id = -1;
+      std::cerr << "sandbox-child: " << e.what() << "\n";
+    }
+    std::cout << ResultToJson(result) << "\n" << std::flush;
+  }
+  return 0;
+}
+
+}  // namespace fusetune

@@ -1,0 +1,41 @@
+#pragma once
+// The sandbox: measurement jobs run in a child process, so a kernel that crashes or hangs fails its
+// job, not the worker or the server. The child is this same binary started as
+// `fusetune sandbox-child`; it reads jobs as JSON lines on stdin and answers each with a JSON line
+// on stdout. It stays up between jobs (starting a process and LLVM for every job would dominate
+// the time of small kernels) and is started again after a crash or a time-out.
+#include <chrono>
+#include <string>
+#include <sys/types.h>
+
+#include "worker/job.h"
+
+namespace fusetune {
+
+class Sandbox {
+ public:
+  // `binary`: the fusetune executable (default: this process's own, /proc/self/exe).
+  explicit Sandbox(std::chrono::milliseconds time_limit = std::chrono::seconds(60),
+                   std::string binary = "");
+  ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  // Runs `job` in the child. A crash, a hang past the time limit or a garbled answer gives a
+  // result whose plans all failed with the reason; the child is then restarted for the next job.
+  JobResult Run(const MeasureJob& job);
+
+ private:
+  void Start();
+  void Stop();
+  std::chrono::milliseconds time_limit_;
+  std::string binary_;
+  pid_t pid_ = -1;
+  int to_child_ = -1, from_child_ = -1;
+  std::string pending_;  // bytes read past the last answer line
+};
+
+// The child's main loop: `fusetune sandbox-child`. Returns the exit code.
+int RunSandboxChild();
+
+}  // namespace fusetune
