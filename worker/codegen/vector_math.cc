@@ -1,0 +1,202 @@
+#include "worker/codegen/vector_math.h"
+
+#include <cmath>
+#include <initializer_list>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+namespace fusetune::codegen {
+namespace {
+
+using llvm::Value;
+
+Value* C(llvm::IRBuilderBase&, Value* like, double v) {
+  return llvm::ConstantFP::get(like->getType(), v);
+}
+Value* CI(llvm::IRBuilderBase&, llvm::Type* type, int64_t v) {
+  return llvm::ConstantInt::get(type, v, true);
+}
+llvm::Type* IntTypeLike(llvm::IRBuilderBase& b, Value* x) {
+  return x->getType()->getWithNewType(b.getInt32Ty());
+}
+
+Value* Fma(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
+  return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
+}
+Value* Unary(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id, Value* x) {
+  return b.CreateIntrinsic(id, {x->getType()}, {x});
+}
+Value* Binary(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id, Value* x, Value* y) {
+  return b.CreateIntrinsic(id, {x->getType()}, {x, y});
+}
+
+// Horner evaluation of c[0]*x^n + c[1]*x^(n-1) + ... + c[n].
+Value* Polynomial(llvm::IRBuilderBase& b, Value* x, std::initializer_list<double> coefficients) {
+  auto it = coefficients.begin();
+  Value* acc = C(b, x, *it++);
+  for (; it != coefficients.end(); ++it) acc = Fma(b, acc, x, C(b, x, *it));
+  return acc;
+}
+
+// 2^n for integer-valued float n in [-125, 128], built as (2^(n-1)) * 2 so n = 128 is exact too.
+Value* ScaleByPow2(llvm::IRBuilderBase& b, Value* y, Value* n) {
+  llvm::Type* int_type = IntTypeLike(b, n);
+  Value* ni = b.CreateFPToSI(n, int_type);
+  Value* bits = b.CreateShl(b.CreateAdd(ni, CI(b, int_type, 126)), CI(b, int_type, 23));
+  Value* scale = b.CreateBitCast(bits, y->getType());
+  return b.CreateFMul(b.CreateFMul(y, scale), C(b, y, 2.0));
+}
+
+constexpr double kLog2e = 1.44269504088896341;
+constexpr double kLn2Hi = 0.693359375;
+constexpr double kLn2Lo = -2.12194440e-4;
+constexpr double kExpHi = 88.72283935546875;  // above: +inf
+constexpr double kExpLo = -87.0;              // below: results under FLT_MIN flush to 0
+
+// exp on x already clamped to [kExpLo, kExpHi]; `fast` uses the shorter polynomial.
+Value* ExpCore(llvm::IRBuilderBase& b, Value* x, bool fast) {
+  Value* n = Unary(b, llvm::Intrinsic::rint, b.CreateFMul(x, C(b, x, kLog2e)));
+  Value* r = Fma(b, n, C(b, x, -kLn2Hi), x);
+  r = Fma(b, n, C(b, x, -kLn2Lo), r);
+  Value* y;
+  if (fast) {
+    y = Polynomial(b, r, {1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0});
+  } else {
+    Value* p = Polynomial(b, r,
+                          {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2,
+                           1.6666665459E-1, 5.0000001201E-1});
+    y = b.CreateFAdd(Fma(b, p, b.CreateFMul(r, r), r), C(b, x, 1.0));
+  }
+  return ScaleByPow2(b, y, n);
+}
+
+Value* Clamp(llvm::IRBuilderBase& b, Value* x, double lo, double hi) {
+  return Binary(b, llvm::Intrinsic::minnum, Binary(b, llvm::Intrinsic::maxnum, x, C(b, x, lo)),
+                C(b, x, hi));
+}
+
+}  // namespace
+
+Value* EmitExp(llvm::IRBuilderBase& b, Value* x) {
+  Value* y = ExpCore(b, Clamp(b, x, kExpLo, kExpHi), /*fast=*/false);
+  y = b.CreateSelect(b.CreateFCmpOLT(x, C(b, x, kExpLo)), C(b, x, 0.0), y);
+  y = b.CreateSelect(b.CreateFCmpOGT(x, C(b, x, kExpHi)), C(b, x, INFINITY), y);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+Value* EmitFastExp(llvm::IRBuilderBase& b, Value* x) {
+  Value* y = ExpCore(b, Clamp(b, x, kExpLo, kExpHi), /*fast=*/true);
+  return b.CreateSelect(b.CreateFCmpOLT(x, C(b, x, kExpLo)), C(b, x, 0.0), y);
+}
+
+Value* EmitLog(llvm::IRBuilderBase& b, Value* x) {
+  llvm::Type* int_type = IntTypeLike(b, x);
+  // Denormals: scale into the normal range first and correct the exponent.
+  Value* tiny = b.CreateFCmpOLT(x, C(b, x, 1.17549435e-38));
+  Value* xs = b.CreateSelect(tiny, b.CreateFMul(x, C(b, x, 8388608.0)), x);
+  Value* bias = b.CreateSelect(tiny, CI(b, int_type, 126 + 23), CI(b, int_type, 126));
+  Value* bits = b.CreateBitCast(xs, int_type);
+  Value* e =
+      b.CreateSub(b.CreateLShr(bits, CI(b, int_type, 23)), bias);  // x = m * 2^e, m in [0.5, 1)
+  Value* m = b.CreateBitCast(
+      b.CreateOr(b.CreateAnd(bits, CI(b, int_type, 0x807FFFFF)), CI(b, int_type, 0x3F000000)),
+      x->getType());
+  Value* small = b.CreateFCmpOLT(m, C(b, x, 0.707106781186547524));
+  Value* ef = b.CreateSIToFP(b.CreateSub(e, b.CreateZExt(small, int_type)), x->getType());
+  Value* t = b.CreateFSub(b.CreateSelect(small, b.CreateFAdd(m, m), m), C(b, x, 1.0));
+  Value* z = b.CreateFMul(t, t);
+  Value* p = Polynomial(
+      b, t,
+      {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
+       -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1});
+  Value* y = b.CreateFMul(b.CreateFMul(p, t), z);
+  y = Fma(b, ef, C(b, x, kLn2Lo), y);
+  y = Fma(b, z, C(b, x, -0.5), y);
+  Value* r = b.CreateFAdd(t, y);
+  r = Fma(b, ef, C(b, x, kLn2Hi), r);
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, C(b, x, INFINITY)), x, r);
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, C(b, x, 0.0)), C(b, x, -INFINITY), r);
+  return b.CreateSelect(b.CreateFCmpULT(x, C(b, x, 0.0)), C(b, x, NAN), r);  // also NaN -> NaN
+}
+
+Value* EmitTanh(llvm::IRBuilderBase& b, Value* x) {
+  Value* ax = Unary(b, llvm::Intrinsic::fabs, x);
+  // Small |x|: odd polynomial (no cancellation).
+  Value* z = b.CreateFMul(x, x);
+  Value* p = Polynomial(b, z,
+                        {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1,
+                         -3.33332819422E-1});
+  Value* small = Fma(b, b.CreateFMul(p, z), x, x);
+  // Large |x|: 1 - 2/(e^{2|x|} + 1), sign restored; e overflows to inf for |x| > 44 and gives 1.
+  Value* e = EmitExp(b, b.CreateFAdd(ax, ax));
+  Value* large =
+      b.CreateFSub(C(b, x, 1.0), b.CreateFDiv(C(b, x, 2.0), b.CreateFAdd(e, C(b, x, 1.0))));
+  large = Binary(b, llvm::Intrinsic::copysign, large, x);
+  return b.CreateSelect(b.CreateFCmpOLT(ax, C(b, x, 0.625)), small, large);
+}
+
+Value* EmitFastTanh(llvm::IRBuilderBase& b, Value* x) {
+  Value* xc = Clamp(b, x, -9.0, 9.0);
+  Value* e = EmitFastExp(b, b.CreateFAdd(xc, xc));
+  return b.CreateFSub(C(b, x, 1.0), b.CreateFDiv(C(b, x, 2.0), b.CreateFAdd(e, C(b, x, 1.0))));
+}
+
+Value* EmitSigmoid(llvm::IRBuilderBase& b, Value* x) {
+  Value* e = EmitExp(b, b.CreateFNeg(x));
+  return b.CreateFDiv(C(b, x, 1.0), b.CreateFAdd(C(b, x, 1.0), e));
+}
+
+Value* EmitErf(llvm::IRBuilderBase& b, Value* x) {
+  Value* ax = Unary(b, llvm::Intrinsic::fabs, x);
+  Value* z = b.CreateFMul(x, x);
+  Value* p = Polynomial(
+      b, z,
+      {7.853861353153693E-5, -8.010193625184903E-4, 5.188327685732524E-3, -2.685381193529856E-2,
+       1.128358514861418E-1, -3.761262582423300E-1, 1.128379165726710E0});
+  Value* small = b.CreateFMul(x, p);
+  // Abramowitz & Stegun 7.1.26 for |x| >= 1: 1 - t*P(t) * exp(-x^2), t = 1/(1 + 0.3275911|x|).
+  Value* axc = Binary(b, llvm::Intrinsic::minnum, ax, C(b, x, 10.0));
+  Value* t = b.CreateFDiv(C(b, x, 1.0), Fma(b, axc, C(b, x, 0.3275911), C(b, x, 1.0)));
+  Value* q = b.CreateFMul(
+      Polynomial(b, t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}), t);
+  Value* e = EmitExp(b, b.CreateFNeg(b.CreateFMul(axc, axc)));
+  Value* large = b.CreateFSub(C(b, x, 1.0), b.CreateFMul(q, e));
+  large = Binary(b, llvm::Intrinsic::copysign, large, x);
+  Value* r = b.CreateSelect(b.CreateFCmpOLT(ax, C(b, x, 1.0)), small, large);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+}
+
+Value* EmitSqrt(llvm::IRBuilderBase& b, Value* x) { return Unary(b, llvm::Intrinsic::sqrt, x); }
+
+Value* EmitRsqrt(llvm::IRBuilderBase& b, Value* x) {
+  return b.CreateFDiv(C(b, x, 1.0), EmitSqrt(b, x));
+}
+
+Value* EmitPow(llvm::IRBuilderBase& b, Value* x, Value* y, const double* constant_y) {
+  if (constant_y) {
+    double c = *constant_y;
+    if (c == 1.0) return x;
+    if (c == 2.0) return b.CreateFMul(x, x);
+    if (c == 3.0) return b.CreateFMul(b.CreateFMul(x, x), x);
+    if (c == 0.5) return EmitSqrt(b, x);
+    if (c == -1.0) return b.CreateFDiv(C(b, x, 1.0), x);
+    if (c == -0.5) return EmitRsqrt(b, x);
+    if (c == 0.0) return C(b, x, 1.0);
+  }
+  Value* ax = Unary(b, llvm::Intrinsic::fabs, x);
+  Value* magnitude = EmitExp(b, b.CreateFMul(y, EmitLog(b, ax)));
+  // Negative base: defined for integral y (sign from parity), NaN otherwise.
+  Value* y_integral = b.CreateFCmpOEQ(Unary(b, llvm::Intrinsic::trunc, y), y);
+  Value* half_y = b.CreateFMul(y, C(b, y, 0.5));
+  Value* y_odd =
+      b.CreateAnd(y_integral, b.CreateFCmpONE(Unary(b, llvm::Intrinsic::trunc, half_y), half_y));
+  Value* negative = b.CreateSelect(
+      y_integral, b.CreateSelect(y_odd, b.CreateFNeg(magnitude), magnitude), C(b, x, NAN));
+  Value* r = b.CreateSelect(b.CreateFCmpOLT(x, C(b, x, 0.0)), negative, magnitude);
+  // exp(y * log 0) already gives 0 (y > 0) and inf (y < 0); y == 0 gives 1 for every x.
+  return b.CreateSelect(b.CreateFCmpOEQ(y, C(b, y, 0.0)), C(b, x, 1.0), r);
+}
+
+}  // namespace fusetune::codegen
