@@ -1,0 +1,107 @@
+#include "ir/interpreter.h"
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/op.h"
+
+namespace fusetune {
+namespace {
+
+// Binds `inputs` to the parameters (see interpreter.h for the two accepted forms).
+void BindParams(const Graph& graph, std::span<const Tensor> inputs, std::vector<Tensor>& values) {
+  const auto& params = graph.params();
+  size_t without_data = 0;
+  for (ValueId p : params)
+    if (!graph.value(p).data) ++without_data;
+  const bool all_given = inputs.size() == params.size();
+  if (!all_given && inputs.size() != without_data) {
+    throw UserError(
+        fmt::format("the graph has {} parameters ({} without data) but {} inputs were given",
+                    params.size(), without_data, inputs.size()));
+  }
+  size_t next = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Value& param = graph.value(params[i]);
+    const Tensor* given = nullptr;
+    if (all_given) {
+      given = &inputs[i];
+      if (!given->data() && param.data) given = nullptr;
+    } else if (!param.data) {
+      given = &inputs[next++];
+    }
+    if (!given) {
+      values[params[i]] = *param.data;
+      continue;
+    }
+    if (!given->data() || given->type() != param.type) {
+      throw UserError(
+          fmt::format("input {} for {} has type {}, expected {}", i, graph.RefName(params[i]),
+                      given->data() ? given->type().ToString() : "none", param.type.ToString()));
+    }
+    values[params[i]] = *given;
+  }
+}
+
+// Evaluates every value; when `keep_all` is false, frees each intermediate after its last use.
+std::vector<Tensor> Run(const Graph& graph, std::span<const Tensor> inputs, bool keep_all) {
+  const auto& vals = graph.values();
+  std::vector<Tensor> values(vals.size());
+  BindParams(graph, inputs, values);
+
+  std::vector<ValueId> last_use(vals.size(), -1);
+  if (!keep_all) {
+    for (ValueId id = 0; id < static_cast<ValueId>(vals.size()); ++id)
+      for (ValueId in : vals[id].inputs) last_use[in] = id;
+    for (ValueId out : graph.outputs()) last_use[out] = static_cast<ValueId>(vals.size());
+  }
+  std::vector<const Tensor*> args;
+  for (ValueId id = 0; id < static_cast<ValueId>(vals.size()); ++id) {
+    const Value& v = vals[id];
+    if (v.kind == ValueKind::kConst) {
+      values[id] = *v.data;
+      continue;
+    }
+    if (v.kind != ValueKind::kNode) continue;
+    args.clear();
+    for (ValueId in : v.inputs) args.push_back(&values[in]);
+    values[id] = EvalOp(*v.op, args, v.type, v.attrs);
+    FT_CHECK(values[id].type() == v.type,
+             fmt::format("{} produced {} instead of {}", v.op->name, values[id].type().ToString(),
+                         v.type.ToString()));
+    if (!keep_all) {
+      for (ValueId in : v.inputs)
+        if (last_use[in] == id) values[in] = Tensor();
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
+std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs) {
+  std::vector<Tensor> values = Run(graph, inputs, /*keep_all=*/false);
+  std::vector<Tensor> outputs;
+  for (ValueId out : graph.outputs()) outputs.push_back(values[out]);
+  return outputs;
+}
+
+std::vector<Tensor> InterpretAll(const Graph& graph, std::span<const Tensor> inputs) {
+  return Run(graph, inputs, /*keep_all=*/true);
+}
+
+std::vector<Tensor> RandomInputs(const Graph& graph, uint64_t seed) {
+  std::vector<Tensor> inputs;
+  const auto& params = graph.params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Value& p = graph.value(params[i]);
+    if (p.data) {
+      inputs.push_back(*p.data);
+    } else {
+      inputs.push_back(Tensor::Random(p.type, seed * 1000003ull + i));
+    }
+  }
+  return inputs;
+}
+
+}  // namespace fusetune

@@ -1,0 +1,31 @@
+#pragma once
+// The reference interpreter: evaluates a graph exactly by the op semantics of the catalog
+// (EvalOp; accumulation in double where it matters). It is the ground truth every generated
+// kernel is compared against.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace fusetune {
+
+// Evaluates the graph and returns its outputs in order (one tensor per output, also for a tuple).
+//
+// `inputs` gives the parameters, in the order of graph.params(), in one of two forms:
+//  - one tensor per parameter. A parameter that carries data (an ONNX initialiser) may be given
+//    an empty Tensor() to use its data;
+//  - one tensor per parameter that carries no data, in order; parameters with data use it.
+// Each given tensor must have exactly its parameter's type; a mismatch throws UserError naming it.
+std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs);
+
+// Like Interpret, but returns every value of the graph indexed by ValueId (parameters, constants
+// and every node), for tests that compare intermediates.
+std::vector<Tensor> InterpretAll(const Graph& graph, std::span<const Tensor> inputs);
+
+// Deterministic random tensors, one per parameter in order (Tensor::Random, seeded by `seed` and
+// the parameter's position); a parameter that carries data gets that data.
+std::vector<Tensor> RandomInputs(const Graph& graph, uint64_t seed);
+
+}  // namespace fusetune
