@@ -1,0 +1,132 @@
+// `fusetune check GRAPH [--json] [--types]`: parse, verify and infer types, then print the typed
+// graph and its signature. Bad input: the positioned error on stderr and exit code 2.
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "client/commands.h"
+#include "ir/error.h"
+#include "ir/text/relay_parser.h"
+#include "ir/text/relay_printer.h"
+#include "ir/text/signature.h"
+
+namespace fusetune::cli {
+namespace {
+
+struct CheckOptions {
+  std::string graph_path;
+  bool json = false;
+  bool types_only = false;
+};
+
+// Reads at most limits.max_text_bytes + 1 bytes, so a huge file fails fast with ParseRelay's
+// positioned "more than the limit" message instead of filling memory.
+std::string ReadFile(const std::string& path, const Limits& limits) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError("cannot read '" + path + "'");
+  in.seekg(0, std::ios::end);
+  int64_t size = static_cast<int64_t>(in.tellg());
+  in.seekg(0, std::ios::beg);
+  std::string text(static_cast<size_t>(std::min(size, limits.max_text_bytes + 1)), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+Graph LoadGraph(const std::string& path) {
+  Limits limits;
+  if (path.size() >= 5 && path.ends_with(".onnx")) {
+    throw UserError(path + ": ONNX graphs are not supported by this build yet");
+  }
+  return ParseRelay(ReadFile(path, limits), path, limits);
+}
+
+std::string OpName(const Value& v) {
+  switch (v.kind) {
+    case ValueKind::kParam:
+      return "param";
+    case ValueKind::kConst:
+      return "const";
+    case ValueKind::kNode:
+      return v.op->name;
+  }
+  return "?";
+}
+
+nlohmann::ordered_json ToJson(const Graph& g, const std::string& path,
+                              const std::string& signature) {
+  nlohmann::ordered_json params = nlohmann::ordered_json::array();
+  for (ValueId p : g.params()) {
+    params.push_back({{"name", RelayRef(g, p)}, {"type", g.value(p).type.ToString()}});
+  }
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (ValueId id = 0; id < static_cast<ValueId>(g.values().size()); ++id) {
+    const Value& v = g.value(id);
+    if (v.kind != ValueKind::kNode) continue;
+    nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
+    for (ValueId in : v.inputs) inputs.push_back(RelayRef(g, in));
+    nodes.push_back({{"name", RelayRef(g, id)},
+                     {"op", v.op->name},
+                     {"type", v.type.ToString()},
+                     {"inputs", inputs}});
+  }
+  nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
+  for (ValueId o : g.outputs()) outputs.push_back(RelayRef(g, o));
+  return {{"graph", path},
+          {"signature", signature},
+          {"params", params},
+          {"nodes", nodes},
+          {"outputs", outputs}};
+}
+
+// One line per parameter and node: name, op, type.
+std::string TypeTable(const Graph& g) {
+  std::string out;
+  for (ValueId id = 0; id < static_cast<ValueId>(g.values().size()); ++id) {
+    const Value& v = g.value(id);
+    if (v.kind == ValueKind::kConst) continue;
+    out += RelayRef(g, id) + "\t" + OpName(v) + "\t" + v.type.ToString() + "\n";
+  }
+  return out;
+}
+
+int RunCheck(const CheckOptions& options) {
+  Graph graph;
+  try {
+    graph = LoadGraph(options.graph_path);
+  } catch (const UserError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
+  std::string signature = Signature(graph);
+  if (options.json) {
+    std::cout << ToJson(graph, options.graph_path, signature).dump(2) << "\n";
+  } else if (options.types_only) {
+    std::cout << TypeTable(graph) << "signature: " << signature << "\n";
+  } else {
+    PrintOptions print;
+    print.types = true;
+    std::cout << PrintRelay(graph, print) << "signature: " << signature << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterCheckCommand(CLI::App& app) {
+  auto options = std::make_shared<CheckOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "check",
+      "Parse a graph, verify it, infer its types; print the typed graph and its signature");
+  cmd->add_option("GRAPH", options->graph_path, "Relay text file (.relay)")->required();
+  cmd->add_flag("--json", options->json,
+                "print {graph, signature, params, nodes, outputs} as JSON instead");
+  cmd->add_flag("--types", options->types_only,
+                "print one line per parameter and node (name, op, type) instead of the graph");
+  cmd->callback([options] { SetExitCode(RunCheck(*options)); });
+}
+
+}  // namespace fusetune::cli

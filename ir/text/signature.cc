@@ -1,0 +1,356 @@
+// Canonical form of a graph or subgraph.
+//
+//   1. Scope: the node set (all nodes, or the given ones). Values read from outside it are
+//      inputs; scalar constants are written inline as literals wherever they are read.
+//   2. Roots: the graph's outputs in order (whole graph), or the set's output nodes sorted by a
+//      structural key (subgraph); then nodes no output reaches (dead code), sorted the same way.
+//   3. Walk: depth-first from each root, inputs in argument order; a node is numbered when all
+//      its inputs are (post-order), an outside value when the walk first reads it.
+//
+// Given the roots' order, the walk depends on nothing but structure. The structural key that
+// orders unordered roots is a hash refined once in each direction: a Merkle hash from the inputs
+// (op, attributes, type, and the inputs' keys), then a hash of how each value is used (the users'
+// keys and argument positions), fed back into the inputs' keys and the Merkle hash again. Roots
+// that still tie are structurally alike almost always; the rare remaining tie is broken by node
+// id, which can only make two equal subgraphs sign differently (a missed cache hit), never make
+// two different ones sign the same: the canonical text spells out the whole structure.
+#include "ir/text/signature.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "ir/error.h"
+
+namespace fusetune {
+namespace {
+
+constexpr std::string_view kHeader = "fusetune-canonical v1";
+
+uint64_t Fmix(uint64_t k) {  // MurmurHash3's 64-bit finaliser
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  k ^= k >> 33;
+  return k;
+}
+uint64_t Mix(uint64_t h, uint64_t v) { return Fmix(h ^ Fmix(v + 0x9e3779b97f4a7c15ULL)); }
+uint64_t HashText(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
+
+template <typename T>
+std::string ShortestText(T v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
+
+std::string QuotedText(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// Exact and platform-independent: doubles in shortest round-trip form (std::to_chars).
+std::string CanonicalAttrValue(const AttrValue& value) {
+  struct Visitor {
+    std::string operator()(NoneAttr) const { return "None"; }
+    std::string operator()(bool b) const { return b ? "True" : "False"; }
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return ShortestText(d); }
+    std::string operator()(const std::string& s) const { return QuotedText(s); }
+    std::string operator()(const IntList& l) const {
+      return "[" + fmt::format("{}", fmt::join(l, ", ")) + "]";
+    }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+std::string ConstantText(const Value& v) {
+  const Tensor* t = v.data.get();
+  if (t && t->type().rank() == 0 && IsSupportedForCompute(t->dtype())) {
+    double x = t->Get(0);
+    switch (t->dtype()) {
+      case DType::kFloat32:
+        return ShortestText(static_cast<float>(x)) + "f";
+      case DType::kInt32:
+        return std::to_string(static_cast<int64_t>(x));
+      case DType::kBool:
+        return x != 0.0 ? "True" : "False";
+      default:
+        break;
+    }
+  }
+  uint64_t content = t ? XXH3_64bits(t->data(), static_cast<size_t>(t->type().NumBytes())) : 0;
+  return fmt::format("const({}, xxh3={:016x})", v.type.ToString(), content);
+}
+
+class Canonicalizer {
+ public:
+  Canonicalizer(const Graph& graph, bool whole) : graph_(graph), whole_(whole) {
+    size_t n = graph.values().size();
+    in_set_.assign(n, 0);
+    input_index_.assign(n, -1);
+    node_index_.assign(n, -1);
+    entered_.assign(n, 0);
+  }
+
+  void AddAllNodes() {
+    for (ValueId id = 0; id < Size(); ++id) {
+      if (graph_.value(id).kind == ValueKind::kNode) in_set_[id] = 1;
+    }
+  }
+
+  void AddNodes(std::span<const ValueId> nodes) {
+    for (ValueId id : nodes) {
+      if (id < 0 || id >= Size() || graph_.value(id).kind != ValueKind::kNode) {
+        throw UserError(fmt::format("value {} is not a node of the graph", id));
+      }
+      in_set_[id] = 1;
+    }
+  }
+
+  CanonicalForm Run() {
+    std::vector<ValueId> roots;
+    if (whole_) {
+      for (ValueId p : graph_.params()) NumberInput(p);
+      form_.outputs = graph_.outputs();
+      for (ValueId o : form_.outputs) Walk(o);
+      std::vector<ValueId> dead;
+      std::vector<int> in_set_users = CountInSetUsers();
+      for (ValueId id = 0; id < Size(); ++id) {
+        if (in_set_[id] && node_index_[id] < 0 && in_set_users[id] == 0) dead.push_back(id);
+      }
+      SortByStructure(dead);
+      for (ValueId d : dead) Walk(d);
+    } else {
+      std::vector<ValueId> outputs = SubgraphOutputs();
+      SortByStructure(outputs);
+      for (ValueId o : outputs) Walk(o);
+      form_.outputs = std::move(outputs);
+    }
+    Emit();
+    return std::move(form_);
+  }
+
+ private:
+  ValueId Size() const { return static_cast<ValueId>(graph_.values().size()); }
+  bool IsConst(ValueId id) const { return graph_.value(id).kind == ValueKind::kConst; }
+
+  void NumberInput(ValueId id) {
+    if (input_index_[id] >= 0) return;
+    input_index_[id] = static_cast<int32_t>(form_.inputs.size());
+    form_.inputs.push_back(id);
+  }
+
+  std::vector<int> CountInSetUsers() const {
+    std::vector<int> count(graph_.values().size(), 0);
+    for (ValueId id = 0; id < Size(); ++id) {
+      if (!in_set_[id]) continue;
+      for (ValueId in : graph_.value(id).inputs) ++count[in];
+    }
+    return count;
+  }
+
+  // Nodes whose value leaves the set: read by a node outside it, a graph output, or read by
+  // nothing at all (so every node of the set is reached from some output).
+  std::vector<ValueId> SubgraphOutputs() const {
+    std::vector<char> leaves(graph_.values().size(), 0);
+    for (ValueId id = 0; id < Size(); ++id) {
+      if (in_set_[id] || graph_.value(id).kind != ValueKind::kNode) continue;
+      for (ValueId in : graph_.value(id).inputs) leaves[in] = 1;
+    }
+    for (ValueId o : graph_.outputs()) leaves[o] = 1;
+    std::vector<int> in_set_users = CountInSetUsers();
+    std::vector<ValueId> outputs;
+    for (ValueId id = 0; id < Size(); ++id) {
+      if (in_set_[id] && (leaves[id] || in_set_users[id] == 0)) outputs.push_back(id);
+    }
+    return outputs;
+  }
+
+  // Depth-first post-order from `root` over the set, inputs in argument order.
+  void Walk(ValueId root) {
+    if (!in_set_[root]) {
+      if (!whole_ && !IsConst(root)) NumberInput(root);
+      return;
+    }
+    if (entered_[root]) return;
+    std::vector<std::pair<ValueId, size_t>> stack;
+    stack.emplace_back(root, 0);
+    entered_[root] = 1;
+    while (!stack.empty()) {
+      ValueId v = stack.back().first;
+      size_t k = stack.back().second;
+      const auto& inputs = graph_.value(v).inputs;
+      if (k < inputs.size()) {
+        stack.back().second = k + 1;
+        ValueId c = inputs[k];
+        if (in_set_[c]) {
+          if (!entered_[c]) {
+            entered_[c] = 1;
+            stack.emplace_back(c, 0);
+          } else {
+            FT_CHECK(node_index_[c] >= 0, "cycle in graph");
+          }
+        } else if (!IsConst(c)) {
+          NumberInput(c);
+        }
+      } else {
+        node_index_[v] = static_cast<int32_t>(form_.nodes.size());
+        form_.nodes.push_back(v);
+        stack.pop_back();
+      }
+    }
+  }
+
+  // "[name=value, ...] : Tensor[...]": every normalised attribute, then the type.
+  std::string AttrsAndType(ValueId id) const {
+    const Value& v = graph_.value(id);
+    std::string s = "[";
+    bool first = true;
+    for (const auto& [name, value] : v.attrs.items()) {
+      s += (first ? "" : ", ") + name + "=" + CanonicalAttrValue(value);
+      first = false;
+    }
+    return s + "] : " + v.type.ToString();
+  }
+
+  // Orders `roots` by a structural key (see the note at the top of the file), then by id.
+  void SortByStructure(std::vector<ValueId>& roots) {
+    if (roots.size() < 2) return;
+    size_t n = graph_.values().size();
+    std::vector<uint64_t> leaf(n, 0), down(n, 0), up(n, 0);
+    std::vector<char> is_root(n, 0);
+    for (ValueId r : roots) is_root[r] = 1;
+    for (ValueId id = 0; id < Size(); ++id) {
+      if (in_set_[id]) continue;
+      const Value& v = graph_.value(id);
+      if (v.kind == ValueKind::kConst) {
+        leaf[id] = HashText(ConstantText(v));
+      } else if (input_index_[id] >= 0) {
+        leaf[id] = Mix(1, static_cast<uint64_t>(input_index_[id]));
+      } else {
+        leaf[id] = Mix(2, HashText(v.type.ToString()));
+      }
+    }
+    std::vector<uint64_t> label(n, 0);
+    for (ValueId id = 0; id < Size(); ++id) {
+      if (in_set_[id])
+        label[id] = Mix(HashText(graph_.value(id).op->name), HashText(AttrsAndType(id)));
+    }
+    auto compute_down = [&] {
+      for (ValueId id = 0; id < Size(); ++id) {
+        if (!in_set_[id]) {
+          down[id] = leaf[id];
+          continue;
+        }
+        uint64_t h = label[id];
+        for (ValueId in : graph_.value(id).inputs) h = Mix(h, down[in]);
+        down[id] = h;
+      }
+    };
+    compute_down();
+    // Uses, from the last value back: each value hashes its in-set users' keys and positions.
+    std::vector<std::vector<uint64_t>> uses(n);
+    for (ValueId id = Size() - 1; id >= 0; --id) {
+      auto& u = uses[id];
+      std::sort(u.begin(), u.end());
+      uint64_t h = Mix(3, is_root[id]);
+      for (uint64_t x : u) h = Mix(h, x);
+      up[id] = h;
+      if (!in_set_[id]) continue;
+      const auto& inputs = graph_.value(id).inputs;
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        uses[inputs[j]].push_back(Mix(Mix(down[id], j), up[id]));
+      }
+    }
+    for (ValueId id = 0; id < Size(); ++id) {
+      if (!in_set_[id] && !IsConst(id)) leaf[id] = Mix(leaf[id], up[id]);
+    }
+    compute_down();
+    std::vector<std::pair<uint64_t, ValueId>> keyed;
+    for (ValueId r : roots) keyed.emplace_back(Mix(down[r], up[r]), r);
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t i = 0; i < roots.size(); ++i) roots[i] = keyed[i].second;
+  }
+
+  std::string Ref(ValueId id) const {
+    if (in_set_[id]) return "n" + std::to_string(node_index_[id]);
+    if (IsConst(id)) return ConstantText(graph_.value(id));
+    return "p" + std::to_string(input_index_[id]);
+  }
+
+  void Emit() {
+    std::string& out = form_.text;
+    out.reserve(form_.nodes.size() * 96 + 256);
+    out += kHeader;
+    out += whole_ ? " graph\n" : " subgraph\n";
+    for (size_t i = 0; i < form_.inputs.size(); ++i) {
+      out += fmt::format("in p{} {}\n", i, graph_.value(form_.inputs[i]).type.ToString());
+    }
+    for (size_t i = 0; i < form_.nodes.size(); ++i) {
+      ValueId id = form_.nodes[i];
+      const Value& v = graph_.value(id);
+      out += "n" + std::to_string(i) + " = " + v.op->name + "(";
+      for (size_t j = 0; j < v.inputs.size(); ++j) out += (j ? ", " : "") + Ref(v.inputs[j]);
+      out += ") " + AttrsAndType(id) + "\n";
+    }
+    out += "out";
+    if (whole_ && graph_.tuple_output()) out += " tuple";
+    for (ValueId o : form_.outputs) out += " " + Ref(o);
+    out += "\n";
+  }
+
+  const Graph& graph_;
+  bool whole_;
+  std::vector<char> in_set_;
+  std::vector<int32_t> input_index_;
+  std::vector<int32_t> node_index_;
+  std::vector<char> entered_;
+  CanonicalForm form_;
+};
+
+}  // namespace
+
+CanonicalForm Canonicalize(const Graph& graph) {
+  Canonicalizer c(graph, true);
+  c.AddAllNodes();
+  return c.Run();
+}
+
+CanonicalForm Canonicalize(const Graph& graph, std::span<const ValueId> nodes) {
+  Canonicalizer c(graph, false);
+  c.AddNodes(nodes);
+  return c.Run();
+}
+
+std::string CanonicalText(const Graph& graph) { return Canonicalize(graph).text; }
+std::string CanonicalText(const Graph& graph, std::span<const ValueId> nodes) {
+  return Canonicalize(graph, nodes).text;
+}
+
+std::string Hash128Hex(std::string_view text) {
+  XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
+  return fmt::format("{:016x}{:016x}", h.high64, h.low64);
+}
+
+std::string Signature(const Graph& graph) { return Hash128Hex(CanonicalText(graph)); }
+std::string Signature(const Graph& graph, std::span<const ValueId> nodes) {
+  return Hash128Hex(CanonicalText(graph, nodes));
+}
+
+}  // namespace fusetune
