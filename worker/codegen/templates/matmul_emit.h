@@ -90,10 +90,11 @@ struct MatmulKernelDesc {
 };
 
 // Emits the kernel `void name(void** buffers)` and its helpers into `module`, marked for `target`.
-llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc& desc, TileEpilogue& epilogue,
-                                   const TargetInfo& target);
+llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc& desc,
+                                   TileEpilogue& epilogue, const TargetInfo& target);
 
 // Load/store helpers shared with epilogues: a float pointer to buffers[index] + offset floats.
-llvm::Value* BufferElementPtr(MatmulBuilder& builder, llvm::Value* buffers, int index, llvm::Value* offset);
+llvm::Value* BufferElementPtr(MatmulBuilder& builder, llvm::Value* buffers, int index,
+                              llvm::Value* offset);
 
 }  // namespace fusetune::codegen

@@ -1,5 +1,8 @@
 #include "worker/codegen/templates/matmul_runtime.h"
 
+// GCC 12 reports its own _mm512_undefined_ps() (used inside the unpack/shuffle intrinsics) as
+// maybe-uninitialized; the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -9,8 +12,8 @@
 namespace {
 
 // Any layout, any CPU: the reference the vector paths must match.
-void PackGeneric(const float* b, int64_t n_stride, int64_t k_stride, int64_t n_count, int64_t k_count,
-                 int64_t nr, float* out) {
+void PackGeneric(const float* b, int64_t n_stride, int64_t k_stride, int64_t n_count,
+                 int64_t k_count, int64_t nr, float* out) {
   int64_t panels = (n_count + nr - 1) / nr;
   for (int64_t p = 0; p < panels; ++p) {
     float* panel = out + p * k_count * nr;
@@ -83,8 +86,8 @@ FT_AVX512 void PackNkAvx512(const float* b, int64_t n_stride, int64_t n_count, i
 }
 
 // B stored [k][n] (n contiguous): each panel row is a copy of nr contiguous floats.
-FT_AVX512 void PackKnAvx512(const float* b, int64_t k_stride, int64_t n_count, int64_t k_count, int64_t nr,
-                            float* out) {
+FT_AVX512 void PackKnAvx512(const float* b, int64_t k_stride, int64_t n_count, int64_t k_count,
+                            int64_t nr, float* out) {
   int64_t panels = (n_count + nr - 1) / nr;
   for (int64_t p = 0; p < panels; ++p) {
     float* panel = out + p * k_count * nr;
@@ -92,8 +95,9 @@ FT_AVX512 void PackKnAvx512(const float* b, int64_t k_stride, int64_t n_count, i
       const float* row = b + k * k_stride + p * nr;
       for (int64_t g = 0; g < nr; g += 16) {
         int64_t cols = std::clamp<int64_t>(n_count - p * nr - g, 0, 16);
-        __m512 v = cols == 16 ? _mm512_loadu_ps(row + g)
-                              : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << cols) - 1), row + g);
+        __m512 v = cols == 16
+                       ? _mm512_loadu_ps(row + g)
+                       : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << cols) - 1), row + g);
         _mm512_store_ps(panel + k * nr + g, v);
       }
     }
@@ -113,8 +117,8 @@ struct Scratch {
 
 }  // namespace
 
-extern "C" void fusetune_mm_pack_b(const float* b, int64_t n_stride, int64_t k_stride, int64_t n_count,
-                                   int64_t k_count, int64_t nr, float* out) {
+extern "C" void fusetune_mm_pack_b(const float* b, int64_t n_stride, int64_t k_stride,
+                                   int64_t n_count, int64_t k_count, int64_t nr, float* out) {
   if (HasAvx512() && nr % 16 == 0) {
     if (k_stride == 1) return PackNkAvx512(b, n_stride, n_count, k_count, nr, out);
     if (n_stride == 1) return PackKnAvx512(b, k_stride, n_count, k_count, nr, out);

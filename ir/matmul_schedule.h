@@ -1,0 +1,49 @@
+#pragma once
+// Schedules of the matmul template (dense, batch_matmul, matmul): which register tile, which
+// cache blocks, how the work is split over threads. Pure IR, so the search can enumerate and
+// record them without linking LLVM; worker/codegen/templates/matmul.cc reads them.
+//
+// Knobs (Schedule keys), all optional; a missing knob takes the default for the problem:
+//   mr, nr  register tile: mr rows x nr columns of <16 x float> accumulators (nr % 16 == 0)
+//   kc      k block: B is packed kc x nc at a time; partial sums go through the output when kc < K
+//   mc, nc  cache blocks in m and n; one parallel task = (batch, m block, n block)
+//   ku      k steps emitted per iteration of the micro-kernel loop
+//   loop    0: m tiles outer, n panels inner (A tile stays in L1); 1: n panels outer (B panel in
+//   L1)
+#include <cstdint>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/plan.h"
+
+namespace fusetune {
+
+// A schedule with every knob resolved against one problem: what the emitter uses.
+struct MatmulTiling {
+  int mr = 8;
+  int nr = 32;
+  int ku = 4;
+  int loop = 0;
+  int64_t kc = 0;
+  int64_t mc = 0;
+  int64_t nc = 0;
+
+  int64_t MBlocks(const MatmulLayout& l) const { return (l.m + mc - 1) / mc; }
+  int64_t NBlocks(const MatmulLayout& l) const { return (l.n + nc - 1) / nc; }
+  int64_t KBlocks(const MatmulLayout& l) const { return (l.k + kc - 1) / kc; }
+  int64_t Tasks(const MatmulLayout& l) const { return l.batch * MBlocks(l) * NBlocks(l); }
+};
+
+// The register budget of a tile: accumulators + B vectors + one broadcast must fit 32 zmm.
+bool MatmulTileFitsRegisters(int mr, int nr);
+
+// Fills defaults and checks the given knobs (throws UserError naming a bad knob: unknown key,
+// nr not a multiple of 16, a tile that does not fit the registers, non-positive sizes). Sizes
+// larger than the problem are clamped; mc and nc are rounded up to multiples of mr and nr.
+MatmulTiling ResolveMatmulTiling(const MatmulLayout& layout, const Schedule& schedule, int threads);
+
+// The bounded schedule space of one problem at a thread count; the first entry is the default.
+// Every entry spells all its knobs, so a recorded measurement names exactly what ran.
+std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& layout, int threads);
+
+}  // namespace fusetune

@@ -1,0 +1,154 @@
+// The matmul emitter alone (no graph): every layout, ragged sizes, k blocks, both loop orders,
+// at 1 and 2 threads, against a double-precision reference. Also the B-packing runtime routine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ir/matmul_schedule.h"
+#include "worker/codegen/jit.h"
+#include "worker/codegen/kernel_abi.h"
+#include "worker/codegen/runtime/thread_pool.h"
+#include "worker/codegen/templates/matmul_emit.h"
+#include "worker/codegen/templates/matmul_runtime.h"
+
+namespace fusetune::codegen {
+namespace {
+
+std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// out[b, m, n] = sum_k A(b, m, k) B(b, n, k) in double, read through the layout.
+std::vector<double> Reference(const MatmulLayout& l, const std::vector<float>& a,
+                              const std::vector<float>& b) {
+  std::vector<double> out(l.batch * l.m * l.n);
+  MatmulOperand oa = OperandA(l, 0, false), ob = OperandB(l, 1, false);
+  for (int64_t bi = 0; bi < l.batch; ++bi)
+    for (int64_t m = 0; m < l.m; ++m)
+      for (int64_t n = 0; n < l.n; ++n) {
+        double s = 0;
+        for (int64_t k = 0; k < l.k; ++k)
+          s += double(a[bi * oa.batch_stride + m * oa.row_stride + k * oa.k_stride]) *
+               b[bi * ob.batch_stride + n * ob.row_stride + k * ob.k_stride];
+        out[(bi * l.m + m) * l.n + n] = s;
+      }
+  return out;
+}
+
+Jit& TheJit() {
+  static Jit jit;
+  return jit;
+}
+
+// Compiles and runs one product; returns the largest error relative to sqrt(k) (the scale of a
+// sum of k products of values in [-1, 1]).
+double RunAndCompare(const MatmulLayout& l, const Schedule& schedule, int threads) {
+  Jit& jit = TheJit();
+  runtime::SetNumThreads(threads);
+  auto module = jit.NewModule("mm");
+  MatmulKernelDesc desc;
+  desc.name = jit.UniqueName("mm");
+  desc.layout = l;
+  desc.tiling = ResolveMatmulTiling(l, schedule, threads);
+  desc.a = OperandA(l, 0, false);
+  desc.b = OperandB(l, 1, false);
+  desc.acc_buffer = 2;
+  StoreEpilogue store(2, l.n);
+  EmitMatmulFunction(module->module(), desc, store, jit.target());
+  jit.Verify(*module);
+  jit.Optimize(*module, 3);
+  auto code = jit.Load(std::move(module));
+  auto fn = reinterpret_cast<KernelFn>(code->Lookup(desc.name));
+
+  std::vector<float> a = RandomFloats(l.batch * l.m * l.k, 1),
+                     b = RandomFloats(l.batch * l.n * l.k, 2);
+  std::vector<float> out(l.batch * l.m * l.n, NAN);
+  void* buffers[] = {a.data(), b.data(), out.data()};
+  fn(buffers);
+  std::vector<double> ref = Reference(l, a, b);
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double e = std::abs(out[i] - ref[i]);
+    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+  }
+  runtime::SetNumThreads(1);
+  return worst / std::sqrt(double(l.k));
+}
+
+MatmulLayout Layout(int64_t batch, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  MatmulLayout l;
+  l.batched = batch > 1;
+  l.batch = batch;
+  l.m = m;
+  l.n = n;
+  l.k = k;
+  l.transpose_a = ta;
+  l.transpose_b = tb;
+  return l;
+}
+
+TEST(MatmulEmit, DefaultScheduleAllLayoutsOddSizes) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [m, n, k] :
+           {std::tuple{1, 1, 1}, {7, 17, 33}, {17, 33, 7}, {33, 65, 17}, {65, 7, 64}}) {
+        MatmulLayout l = Layout(3, m, n, k, ta, tb);
+        EXPECT_LT(RunAndCompare(l, {}, 1), 1e-6)
+            << "m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb;
+      }
+}
+
+TEST(MatmulEmit, KBlocksPartialSumsAndBothLoopOrders) {
+  MatmulLayout l = Layout(2, 37, 70, 300, false, true);
+  for (int loop : {0, 1})
+    for (int64_t kc : {64, 100, 300}) {
+      Schedule s;
+      s.Set("kc", kc);
+      s.Set("loop", loop);
+      s.Set("mc", 16);
+      s.Set("nc", 32);
+      EXPECT_LT(RunAndCompare(l, s, 1), 1e-6) << s.ToString();
+      EXPECT_LT(RunAndCompare(l, s, 2), 1e-6) << s.ToString() << " at 2 threads";
+    }
+}
+
+TEST(MatmulEmit, EveryScheduleOfTheSpace) {
+  for (MatmulLayout l :
+       {Layout(2, 65, 33, 17, false, true), Layout(1, 19, 130, 520, true, false)}) {
+    for (int threads : {1, 2}) {
+      for (const Schedule& s : MatmulScheduleSpace(l, threads)) {
+        EXPECT_LT(RunAndCompare(l, s, threads), 1e-6) << s.ToString() << " threads=" << threads;
+      }
+    }
+  }
+}
+
+TEST(MatmulPack, BothLayoutsMatchTheDefinition) {
+  for (auto [n_count, k_count] : {std::pair{5, 3}, {16, 16}, {37, 21}, {64, 64}}) {
+    for (bool nk : {false, true}) {
+      const int64_t nr = 32;
+      int64_t n_stride = nk ? k_count + 3 : 1, k_stride = nk ? 1 : n_count + 5;
+      std::vector<float> b = RandomFloats((n_count + 5) * (k_count + 3), 7);
+      int64_t panels = (n_count + nr - 1) / nr;
+      std::vector<float, std::allocator<float>> storage(panels * nr * k_count + 16);
+      float* out =
+          reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
+      fusetune_mm_pack_b(b.data(), n_stride, k_stride, n_count, k_count, nr, out);
+      for (int64_t n = 0; n < panels * nr; ++n)
+        for (int64_t k = 0; k < k_count; ++k) {
+          float want = n < n_count ? b[n * n_stride + k * k_stride] : 0.0f;
+          ASSERT_EQ(out[(n / nr) * k_count * nr + k * nr + n % nr], want)
+              << "n=" << n << " k=" << k << " nk=" << nk << " size " << n_count << "x" << k_count;
+        }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fusetune::codegen

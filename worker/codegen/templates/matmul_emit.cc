@@ -1,0 +1,459 @@
+#include "worker/codegen/templates/matmul_emit.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "ir/error.h"
+#include "worker/codegen/templates/matmul_runtime.h"
+
+namespace fusetune::codegen {
+namespace {
+
+constexpr int kLanes = 16;
+
+using llvm::BasicBlock;
+using llvm::Function;
+using llvm::Type;
+using llvm::Value;
+
+// One micro-kernel variant: `rows` x `vectors` accumulators, `last_lanes` valid in the last one.
+struct TileShape {
+  int rows;
+  int vectors;
+  int last_lanes;
+  bool operator==(const TileShape&) const = default;
+};
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& module, const MatmulKernelDesc& desc, TileEpilogue& epilogue,
+          const TargetInfo& target)
+      : module_(module),
+        ctx_(module.getContext()),
+        d_(desc),
+        l_(desc.layout),
+        t_(desc.tiling),
+        epilogue_(epilogue),
+        target_(target),
+        f32_(Type::getFloatTy(ctx_)),
+        i64_(Type::getInt64Ty(ctx_)),
+        i1_(Type::getInt1Ty(ctx_)),
+        ptr_(llvm::PointerType::get(ctx_, 0)),
+        vec_(llvm::FixedVectorType::get(f32_, kLanes)) {
+    k_blocks_ = t_.KBlocks(l_);
+    FT_CHECK(k_blocks_ == 1 || d_.acc_buffer >= 0,
+             "matmul: k blocks need a float32 output for partial sums");
+  }
+
+  Function* Emit();
+
+ private:
+  Function* NewFunction(const std::string& name, Type* result, std::vector<Type*> params,
+                        bool internal);
+  Function* EmitTile(const TileShape& shape);
+  Function* EmitTask();
+  Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v); }
+  Value* RuntimeFn(void* address, llvm::FunctionType* type, MatmulBuilder& b);
+  // for (i = start; i < end; i += step) body(i): a counted loop at the builder's position.
+  void EmitLoop(MatmulBuilder& b, Value* start, Value* end, int64_t step, const std::string& name,
+                const std::function<void(MatmulBuilder&, Value*)>& body);
+  Value* LaneMask(MatmulBuilder& b, int lanes);
+
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  const MatmulKernelDesc& d_;
+  const MatmulLayout& l_;
+  const MatmulTiling& t_;
+  TileEpilogue& epilogue_;
+  const TargetInfo& target_;
+  Type* f32_;
+  Type* i64_;
+  Type* i1_;
+  llvm::PointerType* ptr_;
+  llvm::FixedVectorType* vec_;
+  int64_t k_blocks_ = 1;
+};
+
+Function* Emitter::NewFunction(const std::string& name, Type* result, std::vector<Type*> params,
+                               bool internal) {
+  auto* type = llvm::FunctionType::get(result, params, false);
+  Function* f = Function::Create(
+      type, internal ? Function::InternalLinkage : Function::ExternalLinkage, name, module_);
+  f->addFnAttr("target-cpu", target_.cpu);
+  f->addFnAttr("target-features", target_.FeatureString());
+  // 512-bit vectors stay 512-bit only with this (LLVM's models for this CPU prefer 256).
+  if (target_.Has("avx512f")) f->addFnAttr("prefer-vector-width", "512");
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  return f;
+}
+
+// Runtime helpers are called through their addresses in this process: the JIT need not know
+// their names, and the kernel only ever runs in the process that compiled it.
+Value* Emitter::RuntimeFn(void* address, llvm::FunctionType*, MatmulBuilder& b) {
+  return b.CreateIntToPtr(I64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(address))), ptr_);
+}
+
+void Emitter::EmitLoop(MatmulBuilder& b, Value* start, Value* end, int64_t step,
+                       const std::string& name,
+                       const std::function<void(MatmulBuilder&, Value*)>& body) {
+  Function* f = b.GetInsertBlock()->getParent();
+  BasicBlock* pre = b.GetInsertBlock();
+  BasicBlock* head = BasicBlock::Create(ctx_, name + ".head", f);
+  BasicBlock* loop = BasicBlock::Create(ctx_, name + ".body", f);
+  BasicBlock* exit = BasicBlock::Create(ctx_, name + ".exit", f);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* i = b.CreatePHI(i64_, 2, name);
+  i->addIncoming(start, pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, end), loop, exit);
+  b.SetInsertPoint(loop);
+  body(b, i);
+  Value* next = b.CreateAdd(i, I64(step), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
+  i->addIncoming(next, b.GetInsertBlock());
+  b.CreateBr(head);
+  b.SetInsertPoint(exit);
+}
+
+Value* Emitter::LaneMask(MatmulBuilder& b, int lanes) {
+  std::vector<llvm::Constant*> bits;
+  for (int i = 0; i < kLanes; ++i) bits.push_back(llvm::ConstantInt::get(i1_, i < lanes ? 1 : 0));
+  (void)b;
+  return llvm::ConstantVector::get(bits);
+}
+
+// tile(a, bp, kcount, first, last, row, n0, buffers). `a` points at A(b, m0, k0), `bp` at the
+// packed panel of this k block ([kcount][nr], 64-byte aligned).
+Function* Emitter::EmitTile(const TileShape& s) {
+  std::string name = d_.name + ".tile" + std::to_string(s.rows) + "x" + std::to_string(s.vectors) +
+                     (s.last_lanes < kLanes ? "m" + std::to_string(s.last_lanes) : "");
+  Function* f = NewFunction(name, Type::getVoidTy(ctx_),
+                            {ptr_, ptr_, i64_, i1_, i1_, i64_, i64_, ptr_}, true);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  auto arg = [&](int i) { return f->getArg(i); };
+  Value *a = arg(0), *bp = arg(1), *kcount = arg(2), *first = arg(3), *last = arg(4), *row = arg(5),
+        *n0 = arg(6), *buffers = arg(7);
+  for (int i : {0, 1, 7}) f->addParamAttr(i, llvm::Attribute::NoAlias);
+  f->addParamAttr(1, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+
+  MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
+  const int rows = s.rows, vecs = s.vectors, count = rows * vecs;
+  Value* mask = s.last_lanes < kLanes ? LaneMask(b, s.last_lanes) : nullptr;
+  Value* zero = llvm::Constant::getNullValue(vec_);
+  const llvm::Align elem(4);
+
+  // Where partial sums live between k blocks: the accumulation output at (row, n0).
+  auto c_ptr = [&](MatmulBuilder& bb, int i, int j) {
+    Value* off = bb.CreateAdd(bb.CreateMul(bb.CreateAdd(row, I64(i)), I64(l_.n)),
+                              bb.CreateAdd(n0, I64(j * kLanes)));
+    return BufferElementPtr(bb, buffers, d_.acc_buffer, off);
+  };
+  auto lane_mask = [&](int j) { return j == vecs - 1 ? mask : nullptr; };
+
+  // Initial accumulators: zero, or the partial sums of earlier k blocks.
+  std::vector<Value*> init(count, zero);
+  BasicBlock* init_block = b.GetInsertBlock();
+  if (k_blocks_ > 1) {
+    BasicBlock* load = BasicBlock::Create(ctx_, "load_partial", f);
+    BasicBlock* join = BasicBlock::Create(ctx_, "init", f);
+    b.CreateCondBr(first, join, load);
+    b.SetInsertPoint(load);
+    std::vector<Value*> loaded(count);
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < vecs; ++j) {
+        Value* p = c_ptr(b, i, j);
+        loaded[i * vecs + j] =
+            lane_mask(j)
+                ? static_cast<Value*>(b.CreateMaskedLoad(vec_, p, elem, lane_mask(j), zero))
+                : static_cast<Value*>(b.CreateAlignedLoad(vec_, p, elem));
+      }
+    }
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    for (int x = 0; x < count; ++x) {
+      llvm::PHINode* phi = b.CreatePHI(vec_, 2);
+      phi->addIncoming(zero, init_block);
+      phi->addIncoming(loaded[x], load);
+      init[x] = phi;
+    }
+  }
+
+  // The k loop: `steps` k per iteration, accumulators carried in phis (never through memory).
+  Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::fma, {vec_});
+  const int64_t nr = t_.nr;
+  const int64_t a_ms = d_.a.row_stride, a_ks = d_.a.k_stride;
+  auto emit_k_loop = [&](Value* start, Value* end, int steps, std::vector<Value*> acc_in,
+                         const std::string& nm) {
+    BasicBlock* pre = b.GetInsertBlock();
+    BasicBlock* head = BasicBlock::Create(ctx_, nm + ".head", f);
+    BasicBlock* body = BasicBlock::Create(ctx_, nm + ".body", f);
+    BasicBlock* exit = BasicBlock::Create(ctx_, nm + ".exit", f);
+    b.CreateBr(head);
+    b.SetInsertPoint(head);
+    llvm::PHINode* k = b.CreatePHI(i64_, 2, "k");
+    k->addIncoming(start, pre);
+    std::vector<llvm::PHINode*> acc_phi(count);
+    for (int x = 0; x < count; ++x) {
+      acc_phi[x] = b.CreatePHI(vec_, 2);
+      acc_phi[x]->addIncoming(acc_in[x], pre);
+    }
+    b.CreateCondBr(b.CreateICmpSLT(k, end), body, exit);
+    b.SetInsertPoint(body);
+    std::vector<Value*> acc(acc_phi.begin(), acc_phi.end());
+    for (int u = 0; u < steps; ++u) {
+      Value* ku = b.CreateAdd(k, I64(u));
+      std::vector<Value*> bv(vecs);
+      Value* brow = b.CreateInBoundsGEP(f32_, bp, b.CreateMul(ku, I64(nr)));
+      for (int j = 0; j < vecs; ++j) {
+        bv[j] = b.CreateAlignedLoad(vec_, b.CreateConstInBoundsGEP1_64(f32_, brow, j * kLanes),
+                                    llvm::Align(64));
+      }
+      Value* acol = b.CreateInBoundsGEP(f32_, a, b.CreateMul(ku, I64(a_ks)));
+      for (int i = 0; i < rows; ++i) {
+        Value* av =
+            b.CreateAlignedLoad(f32_, b.CreateConstInBoundsGEP1_64(f32_, acol, i * a_ms), elem);
+        Value* splat = b.CreateVectorSplat(kLanes, av);
+        for (int j = 0; j < vecs; ++j)
+          acc[i * vecs + j] = b.CreateCall(fma, {splat, bv[j], acc[i * vecs + j]});
+      }
+    }
+    Value* next = b.CreateAdd(k, I64(steps), "k.next", true, true);
+    k->addIncoming(next, b.GetInsertBlock());
+    for (int x = 0; x < count; ++x) acc_phi[x]->addIncoming(acc[x], b.GetInsertBlock());
+    b.CreateBr(head);
+    b.SetInsertPoint(exit);
+    return std::vector<Value*>(acc_phi.begin(), acc_phi.end());
+  };
+  std::vector<Value*> acc = init;
+  if (t_.ku > 1) {
+    Value* main_end = b.CreateSub(kcount, b.CreateSRem(kcount, I64(t_.ku)), "k.main_end");
+    acc = emit_k_loop(I64(0), main_end, t_.ku, acc, "kmain");
+    acc = emit_k_loop(main_end, kcount, 1, acc, "krest");
+  } else {
+    acc = emit_k_loop(I64(0), kcount, 1, acc, "k");
+  }
+
+  // The finished tile: epilogue and stores after the last k block, partial sums otherwise.
+  auto emit_epilogue = [&] {
+    for (int i = 0; i < rows; ++i) {
+      TileRow r;
+      r.buffers = buffers;
+      r.row = b.CreateAdd(row, I64(i));
+      r.n0 = n0;
+      r.acc.assign(acc.begin() + i * vecs, acc.begin() + (i + 1) * vecs);
+      r.last_mask = mask;
+      epilogue_.EmitRow(b, r);
+    }
+  };
+  if (k_blocks_ > 1) {
+    BasicBlock* epi = BasicBlock::Create(ctx_, "epilogue", f);
+    BasicBlock* partial = BasicBlock::Create(ctx_, "store_partial", f);
+    BasicBlock* done = BasicBlock::Create(ctx_, "done", f);
+    b.CreateCondBr(last, epi, partial);
+    b.SetInsertPoint(partial);
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < vecs; ++j) {
+        Value* p = c_ptr(b, i, j);
+        if (lane_mask(j)) {
+          b.CreateMaskedStore(acc[i * vecs + j], p, elem, lane_mask(j));
+        } else {
+          b.CreateAlignedStore(acc[i * vecs + j], p, elem);
+        }
+      }
+    }
+    b.CreateBr(done);
+    b.SetInsertPoint(epi);
+    emit_epilogue();
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+  } else {
+    (void)first;
+    (void)last;
+    emit_epilogue();
+  }
+  b.CreateRetVoid();
+  return f;
+}
+
+// task(buffers, begin, end): tasks are numbered (b, n block, m block), m block fastest, so a
+// thread's consecutive tasks share a packed B block when there is one k block.
+Function* Emitter::EmitTask() {
+  Function* f = NewFunction(d_.name + ".task", Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, true);
+  Value *buffers = f->getArg(0), *begin = f->getArg(1), *end = f->getArg(2);
+  MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
+
+  const int64_t mr = t_.mr, nr = t_.nr, mc = t_.mc, nc = t_.nc, kc = t_.kc;
+  const int64_t m_blocks = t_.MBlocks(l_), n_blocks = t_.NBlocks(l_);
+  const int64_t panels = (nc + nr - 1) / nr;
+  const int64_t scratch_bytes = panels * nr * kc * 4;
+
+  auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
+  auto* pack_type = llvm::FunctionType::get(Type::getVoidTy(ctx_),
+                                            {ptr_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+  Value* scratch = b.CreateCall(
+      scratch_type, RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_scratch), scratch_type, b),
+      {I64(scratch_bytes)}, "scratch");
+  Value* pack_fn = RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_pack_b), pack_type, b);
+  Value* a_base = b.CreateAlignedLoad(
+      ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, d_.a.buffer), llvm::Align(8));
+  Value* b_base = b.CreateAlignedLoad(
+      ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, d_.b.buffer), llvm::Align(8));
+  // Which (b, n block) the scratch holds; -1: none yet.
+  Value* packed = b.CreateAlloca(i64_, nullptr, "packed");
+  b.CreateStore(I64(-1), packed);
+
+  // The micro-kernel variants: full tiles, and ragged ones at the global m and n ends.
+  const int m_tail = static_cast<int>(l_.m % mr);
+  const int64_t n_tail = l_.n % nr;
+  TileShape full{static_cast<int>(mr), static_cast<int>(nr / kLanes), kLanes};
+  TileShape n_ragged{full.rows, static_cast<int>((n_tail + kLanes - 1) / kLanes),
+                     static_cast<int>(n_tail % kLanes == 0 ? kLanes : n_tail % kLanes)};
+  Function* tile_ff = EmitTile(full);
+  Function* tile_fn = n_tail ? EmitTile(n_ragged) : tile_ff;
+  Function* tile_mf = m_tail ? EmitTile({m_tail, full.vectors, full.last_lanes}) : tile_ff;
+  Function* tile_mn = m_tail && n_tail ? EmitTile({m_tail, n_ragged.vectors, n_ragged.last_lanes})
+                      : m_tail         ? tile_mf
+                                       : tile_fn;
+  b.SetInsertPoint(&f->getEntryBlock(), f->getEntryBlock().end());
+  auto* tile_type = tile_ff->getFunctionType();
+
+  EmitLoop(b, begin, end, 1, "task", [&](MatmulBuilder& b, Value* t) {
+    Value* mb = b.CreateSRem(t, I64(m_blocks));
+    Value* q = b.CreateSDiv(t, I64(m_blocks));  // (b, n block)
+    Value* nb = b.CreateSRem(q, I64(n_blocks));
+    Value* bi = b.CreateSDiv(q, I64(n_blocks));
+    Value* m0 = b.CreateMul(mb, I64(mc));
+    Value* m_end =
+        b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(m0, I64(mc)), I64(l_.m));
+    Value* nb0 = b.CreateMul(nb, I64(nc));
+    Value* n_end =
+        b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(nb0, I64(nc)), I64(l_.n));
+    Value* n_count = b.CreateSub(n_end, nb0);
+    Value* a_batch = b.CreateInBoundsGEP(f32_, a_base, b.CreateMul(bi, I64(d_.a.batch_stride)));
+    Value* b_batch = b.CreateInBoundsGEP(f32_, b_base, b.CreateMul(bi, I64(d_.b.batch_stride)));
+    Value* row_base = b.CreateMul(bi, I64(l_.m));
+
+    EmitLoop(b, I64(0), I64(k_blocks_), 1, "kb", [&](MatmulBuilder& b, Value* kb) {
+      Value* k0 = b.CreateMul(kb, I64(kc));
+      Value* k_count =
+          b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, I64(kc), b.CreateSub(I64(l_.k), k0));
+      // Pack B(b, nb0.., k0..) unless this thread's scratch already holds it (one k block only).
+      Value* need_pack = k_blocks_ > 1 ? static_cast<Value*>(llvm::ConstantInt::getTrue(ctx_))
+                                       : b.CreateICmpNE(b.CreateLoad(i64_, packed), q);
+      BasicBlock* pack_block = BasicBlock::Create(ctx_, "pack", f);
+      BasicBlock* compute = BasicBlock::Create(ctx_, "compute", f);
+      b.CreateCondBr(need_pack, pack_block, compute);
+      b.SetInsertPoint(pack_block);
+      Value* b_src = b.CreateInBoundsGEP(
+          f32_, b_batch,
+          b.CreateAdd(b.CreateMul(nb0, I64(d_.b.row_stride)), b.CreateMul(k0, I64(d_.b.k_stride))));
+      b.CreateCall(
+          pack_type, pack_fn,
+          {b_src, I64(d_.b.row_stride), I64(d_.b.k_stride), n_count, k_count, I64(nr), scratch});
+      b.CreateStore(q, packed);
+      b.CreateBr(compute);
+      b.SetInsertPoint(compute);
+
+      Value* first = b.CreateICmpEQ(kb, I64(0));
+      Value* last = b.CreateICmpEQ(kb, I64(k_blocks_ - 1));
+      Value* a_k = b.CreateInBoundsGEP(f32_, a_batch, b.CreateMul(k0, I64(d_.a.k_stride)));
+      auto call_tile = [&](MatmulBuilder& b, Value* m, Value* n) {
+        Value* m_full = b.CreateICmpSLE(b.CreateAdd(m, I64(mr)), I64(l_.m));
+        Value* n_full = b.CreateICmpSLE(b.CreateAdd(n, I64(nr)), I64(l_.n));
+        Value* fn = b.CreateSelect(m_full, b.CreateSelect(n_full, tile_ff, tile_fn),
+                                   b.CreateSelect(n_full, tile_mf, tile_mn));
+        Value* a_ptr = b.CreateInBoundsGEP(f32_, a_k, b.CreateMul(m, I64(d_.a.row_stride)));
+        Value* panel = b.CreateSDiv(b.CreateSub(n, nb0), I64(nr));
+        Value* bp =
+            b.CreateInBoundsGEP(f32_, scratch, b.CreateMul(panel, b.CreateMul(k_count, I64(nr))));
+        b.CreateCall(tile_type, fn,
+                     {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers});
+      };
+      if (t_.loop == 0) {
+        EmitLoop(b, m0, m_end, mr, "m", [&](MatmulBuilder& b, Value* m) {
+          EmitLoop(b, nb0, n_end, nr, "n", [&](MatmulBuilder& b, Value* n) { call_tile(b, m, n); });
+        });
+      } else {
+        EmitLoop(b, nb0, n_end, nr, "n", [&](MatmulBuilder& b, Value* n) {
+          EmitLoop(b, m0, m_end, mr, "m", [&](MatmulBuilder& b, Value* m) { call_tile(b, m, n); });
+        });
+      }
+    });
+  });
+  b.CreateRetVoid();
+  return f;
+}
+
+Function* Emitter::Emit() {
+  Function* task = EmitTask();
+  Function* kernel = NewFunction(d_.name, Type::getVoidTy(ctx_), {ptr_}, false);
+  MatmulBuilder b(BasicBlock::Create(ctx_, "entry", kernel));
+  Value* buffers = kernel->getArg(0);
+  const int64_t tasks = t_.Tasks(l_);
+  if (tasks == 1) {
+    b.CreateCall(task, {buffers, I64(0), I64(1)});
+  } else {
+    auto* chunk_type = llvm::FunctionType::get(Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, false);
+    (void)chunk_type;
+    llvm::FunctionCallee parallel_for = module_.getOrInsertFunction(
+        "fusetune_parallel_for",
+        llvm::FunctionType::get(Type::getVoidTy(ctx_), {i64_, ptr_, ptr_}, false));
+    b.CreateCall(parallel_for, {I64(tasks), task, buffers});
+  }
+  b.CreateRetVoid();
+  return kernel;
+}
+
+}  // namespace
+
+MatmulOperand OperandA(const MatmulLayout& l, int buffer, bool batch_broadcast) {
+  MatmulOperand op;
+  op.buffer = buffer;
+  op.batch_stride = batch_broadcast ? 0 : l.m * l.k;
+  op.row_stride = l.transpose_a ? 1 : l.k;
+  op.k_stride = l.transpose_a ? l.m : 1;
+  return op;
+}
+
+MatmulOperand OperandB(const MatmulLayout& l, int buffer, bool batch_broadcast) {
+  MatmulOperand op;
+  op.buffer = buffer;
+  op.batch_stride = batch_broadcast ? 0 : l.n * l.k;
+  op.row_stride = l.transpose_b ? l.k : 1;
+  op.k_stride = l.transpose_b ? 1 : l.n;
+  return op;
+}
+
+Value* BufferElementPtr(MatmulBuilder& b, Value* buffers, int index, Value* offset) {
+  llvm::LLVMContext& ctx = b.getContext();
+  auto* ptr = llvm::PointerType::get(ctx, 0);
+  Value* base =
+      b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, index), llvm::Align(8));
+  return b.CreateInBoundsGEP(Type::getFloatTy(ctx), base, offset);
+}
+
+void StoreEpilogue::EmitRow(MatmulBuilder& b, const TileRow& r) {
+  Value* row_off = b.CreateAdd(b.CreateMul(r.row, b.getInt64(n_)), r.n0);
+  for (size_t j = 0; j < r.acc.size(); ++j) {
+    Value* p =
+        BufferElementPtr(b, r.buffers, out_buffer_, b.CreateAdd(row_off, b.getInt64(j * kLanes)));
+    if (j + 1 == r.acc.size() && r.last_mask) {
+      b.CreateMaskedStore(r.acc[j], p, llvm::Align(4), r.last_mask);
+    } else {
+      b.CreateAlignedStore(r.acc[j], p, llvm::Align(4));
+    }
+  }
+}
+
+llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc& desc,
+                                   TileEpilogue& epilogue, const TargetInfo& target) {
+  return Emitter(module, desc, epilogue, target).Emit();
+}
+
+}  // namespace fusetune::codegen
