@@ -1,11 +1,15 @@
 #pragma once
 // Each subcommand registers itself on the root app; its callback returns the process exit code
-// through SetExitCode. Exit codes: 0 ok, 1 failure of the work itself, 2 bad input or usage.
+// through SetExitCode. Exit codes: 0 ok, 1 failure of the work itself, 2 bad input or usage,
+// 3 an answer is incomplete (query: regions without a stored plan).
 #include <CLI/CLI.hpp>
 
 namespace fusetune::cli {
 
 void RegisterCheckCommand(CLI::App& app);
+void RegisterTuneCommand(CLI::App& app);
+void RegisterQueryCommand(CLI::App& app);
+void RegisterSandboxChildCommand(CLI::App& app);
 
 void SetExitCode(int code);
 int ExitCode();

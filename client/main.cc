@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "fusetune 0.1.0");
   cli::RegisterCheckCommand(app);
+  cli::RegisterTuneCommand(app);
+  cli::RegisterQueryCommand(app);
+  cli::RegisterSandboxChildCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

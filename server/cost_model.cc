@@ -15,8 +15,8 @@ GroupCost EstimateGroup(const Graph& graph, const FusedGroup& group, const Roofl
   for (ValueId v : group.inputs) cost.bytes += static_cast<double>(graph.value(v).type.NumBytes());
   for (ValueId v : group.outputs) cost.bytes += static_cast<double>(graph.value(v).type.NumBytes());
   // GFLOP/s and GB/s are both 1e3 per microsecond.
-  cost.estimate_us = std::max(cost.flops / (target.peak_gflops * 1e3),
-                              cost.bytes / (target.bandwidth_gbs * 1e3));
+  cost.estimate_us =
+      std::max(cost.flops / (target.peak_gflops * 1e3), cost.bytes / (target.bandwidth_gbs * 1e3));
   return cost;
 }
 

@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ir/error.h"
 
@@ -21,7 +23,9 @@ namespace fusetune {
 namespace {
 
 std::string DescribeExit(int status) {
-  if (WIFSIGNALED(status)) return fmt::format("crashed with signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("crashed with signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
   if (WIFEXITED(status)) return fmt::format("exited with code {}", WEXITSTATUS(status));
   return "ended";
 }
@@ -99,7 +103,8 @@ JobResult Sandbox::Run(const MeasureJob& job) {
     Stop();
     return FailedResult(job, why);
   };
-  if (!WriteAll(to_child_, JobToJson(job) + "\n")) return fail("sandbox child did not take the job");
+  if (!WriteAll(to_child_, JobToJson(job) + "\n"))
+    return fail("sandbox child did not take the job");
 
   const auto deadline = std::chrono::steady_clock::now() + time_limit_;
   for (;;) {
@@ -115,9 +120,9 @@ JobResult Sandbox::Run(const MeasureJob& job) {
       }
       continue;  // an answer to an earlier job: skip it
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
-      return fail(fmt::format("timed out after {} ms", time_limit_.count()));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return fail(fmt::format("timed out after {} ms", time_limit_.count()));
     pollfd pfd{from_child_, POLLIN, 0};
     int ready = ::poll(&pfd, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
@@ -140,19 +145,33 @@ JobResult Sandbox::Run(const MeasureJob& job) {
 }
 
 int RunSandboxChild() {
+  // Answers go to a private copy of stdout; anything else that writes to stdout (a log line, a
+  // library) lands on stderr instead of corrupting the protocol.
+  int answer_fd = ::dup(1);
+  ::dup2(2, 1);
+  FILE* answers = ::fdopen(answer_fd, "w");
+  if (!answers) return 1;
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
     JobResult result;
     try {
-      MeasureJob job = JobFromJson(line);
-      result = RunJob(job);
+      result = RunJob(JobFromJson(line));
     } catch (const std::exception& e) {
-      // A job this child cannot even read: answer with no plans; the parent reports it.
-      result.id = -1;
-      std::cerr << "sandbox-child: " << e.what() << "\n";
+      // A job this child cannot read: answer for its id when it has one, so the parent does not
+      // wait.
+      MeasureJob unreadable;
+      try {
+        unreadable.id = nlohmann::json::parse(line).at("id").get<int64_t>();
+      } catch (const std::exception&) {
+        unreadable.id = -1;
+      }
+      unreadable.plans.push_back({"job", "{}"});
+      result = FailedResult(unreadable, fmt::format("unreadable job: {}", e.what()));
     }
-    std::cout << ResultToJson(result) << "\n" << std::flush;
+    std::string out = ResultToJson(result) + "\n";
+    std::fwrite(out.data(), 1, out.size(), answers);
+    std::fflush(answers);
   }
   return 0;
 }

@@ -1,0 +1,71 @@
+// `fusetune query GRAPH [--local] [--db PATH] [--json]`: the cached best plans of GRAPH's regions,
+// without measuring anything. Exit code 3 when some region has no stored plan (they are named).
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "client/commands.h"
+#include "client/graph_loader.h"
+#include "client/local_backend.h"
+#include "client/search_flags.h"
+#include "client/tune_table.h"
+#include "db/store.h"
+#include "server/tuner.h"
+
+namespace fusetune::cli {
+namespace {
+
+struct QueryFlags {
+  std::string graph_path;
+  bool local = false;
+  bool json = false;
+  std::string target;
+  SearchFlags search;
+};
+
+void RunQuery(const QueryFlags& f) {
+  Graph graph = LoadGraph(f.graph_path);
+  db::Store store(DbPath(f.search));
+  std::string target = f.target;
+  if (target.empty()) target = LocalBackend().TargetFingerprint();
+  std::vector<std::string> missing;
+  TuneReport report = LookupCached(graph, ToSearchOptions(f.search), store, target, &missing);
+  if (f.json) {
+    std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";
+  } else {
+    std::cout << FormatTuneTable(graph, f.graph_path, report);
+  }
+  if (!missing.empty()) {
+    std::cerr << fmt::format(
+        "{} region{} of {} ha{} no stored plan for this target and thread count:\n", missing.size(),
+        missing.size() == 1 ? "" : "s", f.graph_path, missing.size() == 1 ? "s" : "ve");
+    for (const RegionReport& r : report.regions)
+      if (!r.cached) {
+        std::string nodes;
+        for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + graph.RefName(v);
+        std::cerr << fmt::format("  {}  [{}]\n", r.signature, nodes);
+      }
+    std::cerr << fmt::format("run `fusetune tune {}` to measure them\n", f.graph_path);
+    SetExitCode(3);
+  }
+}
+
+}  // namespace
+
+void RegisterQueryCommand(CLI::App& app) {
+  auto flags = std::make_shared<QueryFlags>();
+  CLI::App* cmd = app.add_subcommand("query",
+                                     "Print the stored best plans of GRAPH's regions without "
+                                     "measuring. Exit code 3 when some region\n"
+                                     "has no stored plan (they are listed on stderr).");
+  cmd->add_option("GRAPH", flags->graph_path, "graph to look up (.relay)")->required();
+  cmd->add_flag("--local", flags->local,
+                "look up a local SQLite file (the default when no --server)");
+  cmd->add_flag("--json", flags->json, "print the result as JSON (the tune --json shape)");
+  cmd->add_option("--target", flags->target,
+                  "target fingerprint to look up (default: this machine)");
+  AddSearchFlags(cmd, flags->search, /*search=*/true);
+  cmd->callback([flags] { RunQuery(*flags); });
+}
+
+}  // namespace fusetune::cli

@@ -1,0 +1,72 @@
+// `fusetune tune GRAPH [--local] [--db PATH] [--json] [...search controls]`: measure candidate
+// fusions of GRAPH on this CPU and keep the best plan of each region in the store.
+#include <iostream>
+
+#include "client/commands.h"
+#include "client/graph_loader.h"
+#include "client/local_backend.h"
+#include "client/progress_bar.h"
+#include "client/search_flags.h"
+#include "client/tune_table.h"
+#include "db/store.h"
+#include "server/tuner.h"
+
+namespace fusetune::cli {
+namespace {
+
+struct TuneFlags {
+  std::string graph_path;
+  bool local = false;
+  bool json = false;
+  bool no_cache = false;
+  int repeat = TimingOptions{}.repeat;
+  double min_repeat_ms = TimingOptions{}.min_repeat_ms;
+  bool flush_cache = false;
+  SearchFlags search;
+};
+
+void RunTune(const TuneFlags& f) {
+  Graph graph = LoadGraph(f.graph_path);
+  TuneOptions options;
+  options.search = ToSearchOptions(f.search);
+  options.timing.repeat = f.repeat;
+  options.timing.min_repeat_ms = f.min_repeat_ms;
+  options.timing.flush_cache = f.flush_cache;
+  options.use_cache = !f.no_cache;
+  db::Store store(DbPath(f.search));
+  LocalBackend backend;
+  ProgressBar bar(!f.json && StderrIsTerminal());
+  TuneReport report = Tune(graph, options, store, backend,
+                           [&](const TuneProgress& p) { bar.Update(p.phase, p.done, p.total); });
+  bar.Finish();
+  if (f.json)
+    std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";
+  else
+    std::cout << FormatTuneTable(graph, f.graph_path, report);
+}
+
+}  // namespace
+
+void RegisterTuneCommand(CLI::App& app) {
+  auto flags = std::make_shared<TuneFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune",
+      "Measure the candidate fusions of GRAPH on this CPU and keep the best plan of every region.\n"
+      "Prints, per region, the chosen kernels and their time beside TVM's greedy rules and no "
+      "fusion.");
+  cmd->add_option("GRAPH", flags->graph_path, "graph to tune (.relay)")->required();
+  cmd->add_flag("--local", flags->local,
+                "tune in this process against a local SQLite file (the default when no --server)");
+  cmd->add_flag("--json", flags->json, "print the result as JSON (the shape in DESIGN.md)");
+  cmd->add_flag("--no-cache", flags->no_cache, "search again even when the store has a plan");
+  cmd->add_option("--repeat", flags->repeat, "timed repeats per measurement")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--min-repeat-ms", flags->min_repeat_ms,
+                  "calls per repeat grow until one repeat lasts this long")
+      ->check(CLI::Range(0.0, 10000.0));
+  cmd->add_flag("--flush-cache", flags->flush_cache, "flush the CPU caches between repeats");
+  AddSearchFlags(cmd, flags->search, /*search=*/true);
+  cmd->callback([flags] { RunTune(*flags); });
+}
+
+}  // namespace fusetune::cli

@@ -1,0 +1,32 @@
+#pragma once
+// The search controls every tuning subcommand shares (tune, query, run --plan tuned): defined once
+// so their spellings and defaults agree.
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "server/search_options.h"
+
+namespace fusetune::cli {
+
+struct SearchFlags {
+  std::string db_path;  // empty: db::DefaultDbPath()
+  int threads = 1;
+  int max_group_size = SearchOptions{}.max_group_size;
+  int max_kernel_args = SearchOptions{}.max_kernel_args;
+  int max_region_nodes = SearchOptions{}.max_region_nodes;
+  std::vector<std::string> never_fuse_ops;
+  std::vector<std::string> never_fuse_nodes;
+  std::vector<std::string> forbid;  // each "%1,%2"
+  int budget = 0;
+  int schedules = SearchOptions{}.schedules_per_group;
+};
+
+// Adds --db, --threads and, when `search` is set, the search-space controls.
+void AddSearchFlags(CLI::App* cmd, SearchFlags& flags, bool search);
+
+SearchOptions ToSearchOptions(const SearchFlags& flags);
+std::string DbPath(const SearchFlags& flags);
+
+}  // namespace fusetune::cli

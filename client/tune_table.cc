@@ -1,0 +1,82 @@
+#include "client/tune_table.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace fusetune::cli {
+namespace {
+
+std::string Us(double us) { return std::isfinite(us) ? fmt::format("{:.1f}", us) : "failed"; }
+
+std::string Speedup(double base, double tuned) {
+  if (!std::isfinite(base) || !std::isfinite(tuned) || tuned <= 0) return "-";
+  return fmt::format("{:.2f}x", base / tuned);
+}
+
+std::string OpsSummary(const std::vector<std::string>& ops, size_t width) {
+  std::string out;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::string next = (i ? ", " : "") + ops[i];
+    std::string tail = fmt::format(", … ({} ops)", ops.size());
+    if (out.size() + next.size() > width - (i + 1 < ops.size() ? tail.size() : 0)) {
+      return out + tail;
+    }
+    out += next;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ShortTarget(const std::string& fingerprint) {
+  size_t a = fingerprint.find(';');
+  size_t b = a == std::string::npos ? a : fingerprint.find(';', a + 1);
+  if (b == std::string::npos) return fingerprint;
+  size_t features = std::count(fingerprint.begin() + static_cast<long>(b), fingerprint.end(), '+');
+  return fmt::format("{} {}, {} features", fingerprint.substr(0, a),
+                     fingerprint.substr(a + 1, b - a - 1), features);
+}
+
+std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
+                            const TuneReport& r) {
+  std::string out = fmt::format("{}  on {}, {} thread{}\n\n", graph_name, ShortTarget(r.target),
+                                r.threads, r.threads == 1 ? "" : "s");
+  constexpr size_t kOpsWidth = 44;
+  out += fmt::format("{:>3}  {:<{}}  {:>7}  {:>11}  {:>11}  {:>11}  {:>9}  {:>9}\n", "#", "ops",
+                     kOpsWidth, "source", "tuned µs", "greedy µs", "unfused µs", "vs greedy",
+                     "vs unfused");
+  for (size_t i = 0; i < r.regions.size(); ++i) {
+    const RegionReport& rr = r.regions[i];
+    std::string source = rr.cached ? "cache" : fmt::format("{}+{}", rr.measured, rr.reused);
+    out += fmt::format("{:>3}  {:<{}}  {:>7}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", i + 1,
+                       OpsSummary(rr.ops, kOpsWidth), kOpsWidth, source, Us(rr.tuned_us),
+                       Us(rr.greedy_us), Us(rr.unfused_us), Speedup(rr.greedy_us, rr.tuned_us),
+                       Speedup(rr.unfused_us, rr.tuned_us));
+  }
+  out += fmt::format("{:>3}  {:<{}}  {:>7}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", "",
+                     "whole graph", kOpsWidth, r.totals_measured ? "timed" : "sum",
+                     Us(r.total_tuned_us), Us(r.total_greedy_us), Us(r.total_unfused_us),
+                     Speedup(r.total_greedy_us, r.total_tuned_us),
+                     Speedup(r.total_unfused_us, r.total_tuned_us));
+  out += "\nchosen kernels per region (the fastest of tuned, greedy and unfused is kept):\n";
+  for (size_t i = 0; i < r.regions.size(); ++i) {
+    const RegionReport& rr = r.regions[i];
+    std::string groups;
+    for (const PlanGroup& g : rr.plan) {
+      std::string names;
+      for (ValueId v : g.nodes) names += (names.empty() ? "" : " ") + graph.RefName(v);
+      groups += fmt::format(" [{}]", names);
+    }
+    out += fmt::format("{:>3}  {:<8}{}\n", i + 1, rr.chosen, groups);
+  }
+  out += fmt::format(
+      "\nmax |error| vs reference {:.2g}; measured {} candidates, reused {}, pruned {} by the "
+      "cost model; {:.1f} s\n",
+      r.max_abs_error, r.candidates_measured, r.measurements_reused, r.pruned, r.seconds);
+  out += "source: measured+reused (group, schedule) pairs, or cache = the region's stored plan\n";
+  return out;
+}
+
+}  // namespace fusetune::cli

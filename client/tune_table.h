@@ -1,0 +1,16 @@
+#pragma once
+// The human-readable report of `tune` and `query`: one row per region with its tuned, greedy and
+// unfused times and the speedups, then each region's chosen groups.
+#include <string>
+
+#include "server/tuner.h"
+
+namespace fusetune::cli {
+
+std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
+                            const TuneReport& report);
+
+// "x86_64-pc-linux-gnu generic, 112 features" from a full fingerprint.
+std::string ShortTarget(const std::string& fingerprint);
+
+}  // namespace fusetune::cli

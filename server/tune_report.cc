@@ -1,0 +1,59 @@
+// The `tune --json` shape of DESIGN.md: a contract that scripts rely on.
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "server/tuner.h"
+
+namespace fusetune {
+
+namespace {
+// JSON has no infinity: a plan that could not run is null.
+nlohmann::json Us(double us) { return std::isfinite(us) ? nlohmann::json(us) : nlohmann::json(); }
+}  // namespace
+
+std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
+                             const TuneReport& report) {
+  using nlohmann::json;
+  json regions = json::array();
+  for (const RegionReport& r : report.regions) {
+    json nodes = json::array(), plan = json::array(), schedules = json::array();
+    for (ValueId v : r.nodes) nodes.push_back(graph.RefName(v));
+    for (const PlanGroup& g : r.plan) {
+      json group = json::array();
+      for (ValueId v : g.nodes) group.push_back(graph.RefName(v));
+      plan.push_back(group);
+      schedules.push_back(g.schedule.ToString());
+    }
+    regions.push_back({{"signature", r.signature},
+                       {"nodes", nodes},
+                       {"ops", r.ops},
+                       {"cached", r.cached},
+                       {"plan", plan},
+                       {"schedules", schedules},
+                       {"chosen", r.chosen},
+                       {"tuned_us", Us(r.tuned_us)},
+                       {"greedy_us", Us(r.greedy_us)},
+                       {"unfused_us", Us(r.unfused_us)},
+                       {"measured", r.measured},
+                       {"reused", r.reused},
+                       {"pruned", r.pruned}});
+  }
+  json out = {{"graph", graph_name},
+              {"target", report.target},
+              {"threads", report.threads},
+              {"regions", regions},
+              {"total",
+               {{"tuned_us", Us(report.total_tuned_us)},
+                {"greedy_us", Us(report.total_greedy_us)},
+                {"unfused_us", Us(report.total_unfused_us)},
+                {"measured_together", report.totals_measured}}},
+              {"max_abs_error", report.max_abs_error},
+              {"candidates_measured", report.candidates_measured},
+              {"measurements_reused", report.measurements_reused},
+              {"pruned", report.pruned},
+              {"seconds", report.seconds}};
+  return out.dump(2);
+}
+
+}  // namespace fusetune
