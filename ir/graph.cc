@@ -176,7 +176,7 @@ ValueId GraphBuilder::AddNode(const std::string& op_name, std::vector<ValueId> i
       expected = std::to_string(op->min_inputs);
     else
       expected = fmt::format("{} to {}", op->min_inputs, op->max_inputs);
-    bool plural = !(op->min_inputs == 1 && op->max_inputs == 1);
+    bool plural = !(op->min_inputs == 1 && (op->max_inputs == 1 || op->max_inputs < 0));
     throw UserError(
         fmt::format("{} takes {} input{}, got {}", op->name, expected, plural ? "s" : "", n));
   }
