@@ -1,0 +1,58 @@
+#pragma once
+// Same-run comparisons: candidates are timed round-robin (one repeat each per round), so drift of
+// a shared machine hits every candidate alike; the median per-call time of each is reported.
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fusetune::bench {
+
+struct Candidate {
+  std::string name;
+  std::function<void()> setup;  // run before each repeat (thread counts); may be empty
+  std::function<void()> call;   // the timed call
+  // filled by Compare
+  double median_us = 0;
+  double min_us = 0;
+};
+
+inline double NowUs() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Each repeat lasts about `repeat_ms`; `rounds` repeats per candidate.
+inline void Compare(std::vector<Candidate>& cands, int rounds = 9, double repeat_ms = 30) {
+  std::vector<int> number(cands.size(), 1);
+  std::vector<std::vector<double>> samples(cands.size());
+  for (size_t c = 0; c < cands.size(); ++c) {
+    if (cands[c].setup) cands[c].setup();
+    for (int w = 0; w < 3; ++w) cands[c].call();  // warm-up: scratch buffers, caches, pool threads
+    double t0 = NowUs();
+    cands[c].call();
+    double once = std::max(NowUs() - t0, 0.1);
+    number[c] = std::max(1, static_cast<int>(repeat_ms * 1000 / once));
+  }
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t c = 0; c < cands.size(); ++c) {
+      if (cands[c].setup) cands[c].setup();
+      cands[c].call();
+      double t0 = NowUs();
+      for (int i = 0; i < number[c]; ++i) cands[c].call();
+      samples[c].push_back((NowUs() - t0) / number[c]);
+      // Let spinning pool threads (ours, OpenMP's) go idle before the next candidate runs.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  for (size_t c = 0; c < cands.size(); ++c) {
+    std::sort(samples[c].begin(), samples[c].end());
+    cands[c].median_us = samples[c][samples[c].size() / 2];
+    cands[c].min_us = samples[c].front();
+  }
+}
+
+}  // namespace fusetune::bench
