@@ -1,0 +1,162 @@
+#pragma once
+// Plain records the Store reads and writes. They carry no behaviour and no SQL; every time is Unix
+// time in milliseconds (0 = "now" when the Store writes a record).
+//
+// Keys (DESIGN.md "Regions and signatures"):
+//   measurement  (group_signature, schedule, target_fingerprint, threads)
+//   best plan    (region_signature, target_fingerprint, threads, search_version)
+//   target       (fingerprint)
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fusetune::db {
+
+// The roofline figures of one target, measured once and kept.
+struct TargetRecord {
+  std::string fingerprint;  // names triple, CPU and sorted feature list (opaque to the store)
+  std::string cpu;
+  std::string triple;
+  std::string features;  // sorted, comma-separated
+  int32_t cores = 0;
+  double peak_gflops = 0;
+  double bandwidth_gbs = 0;
+  int64_t measured_at = 0;
+};
+
+struct MeasurementKey {
+  std::string group_signature;  // hash of the group's canonical text
+  std::string schedule;         // Schedule::ToString(); "" = the template's default
+  std::string target_fingerprint;
+  int32_t threads = 1;
+  bool operator==(const MeasurementKey&) const = default;
+};
+
+enum class MeasurementStatus { kOk, kInvalid };
+std::string_view MeasurementStatusName(MeasurementStatus status);  // "ok" / "invalid"
+
+// One timed candidate. An invalid one (compile error, crash, timeout, wrong result) carries its
+// reason and no meaningful times; it is never treated as fast.
+struct MeasurementRecord {
+  MeasurementKey key;
+  MeasurementStatus status = MeasurementStatus::kOk;
+  std::string reason;  // why invalid; empty when ok
+  double median_us = 0;
+  double min_us = 0;
+  double stddev_us = 0;
+  int64_t number = 0;  // calls per repeat
+  int32_t repeat = 0;
+  double max_abs_error = 0;  // against the reference interpreter
+  double compile_ms = 0;
+  std::string group_text;  // the group's canonical text, for inspection
+  int64_t created_at = 0;
+};
+
+struct BestPlanKey {
+  std::string region_signature;
+  std::string target_fingerprint;
+  int32_t threads = 1;
+  int32_t search_version = 1;
+  bool operator==(const BestPlanKey&) const = default;
+};
+
+// One group of a stored plan: positions in the region's canonical node order (so the plan applies
+// to every region with the same signature, whatever its node names) and its schedule text.
+struct StoredGroup {
+  std::vector<int32_t> nodes;
+  std::string schedule;
+  bool operator==(const StoredGroup&) const = default;
+};
+
+// The best plan found for a region, with all three validated figures.
+struct BestPlanRecord {
+  BestPlanKey key;
+  std::vector<StoredGroup> groups;
+  double tuned_us = 0;
+  double greedy_us = 0;
+  double unfused_us = 0;
+  std::string chosen;            // "tuned", "greedy" or "unfused": the plan stored in `groups`
+  std::string region_text;       // canonical text, for inspection
+  std::vector<std::string> ops;  // op names in canonical order
+  int64_t created_at = 0;
+
+  // The time of the stored plan (the figure of `chosen`): what merges compare.
+  double ChosenUs() const;
+};
+
+// Serialisation of `groups`, as stored in best_plans.plan_json:
+// {"groups":[{"nodes":[0,1],"schedule":"tile_m=8"}]}. Parse throws UserError.
+std::string GroupsToJson(const std::vector<StoredGroup>& groups);
+std::vector<StoredGroup> GroupsFromJson(std::string_view json);
+
+enum class TaskState { kQueued, kRunning, kDone, kFailed, kCancelled };
+std::string_view TaskStateName(TaskState state);
+std::optional<TaskState> ParseTaskState(std::string_view name);
+inline bool IsTerminal(TaskState s) {
+  return s == TaskState::kDone || s == TaskState::kFailed || s == TaskState::kCancelled;
+}
+
+struct TaskRecord {
+  int64_t id = 0;  // assigned by CreateTask
+  TaskState state = TaskState::kQueued;
+  std::string graph_text;    // the submitted graph (Relay text)
+  std::string options_json;  // the tune options as given
+  std::string target;        // a fingerprint or "any"
+  std::string client;        // who submitted it
+  int64_t progress_done = 0;
+  int64_t progress_total = 0;
+  std::string error;        // why failed
+  std::string result_json;  // the final per-region result, when done
+  int64_t created_at = 0;
+  int64_t updated_at = 0;
+};
+
+enum class JobState { kQueued, kLeased, kDone, kFailed };
+std::string_view JobStateName(JobState state);
+std::optional<JobState> ParseJobState(std::string_view name);
+
+// What a task asks to be measured. `key.target_fingerprint` may be "any": then any worker may
+// lease it and the result is recorded under the worker's own fingerprint.
+struct JobSpec {
+  MeasurementKey key;
+  std::vector<uint8_t> payload;  // the serialised group + schedule a worker needs (opaque here)
+  int32_t max_attempts = 3;
+};
+
+// One measurement in the durable queue. Jobs are unique per measurement key and shared by every
+// task that needs that measurement (the task_jobs link), so concurrent identical submissions cause
+// one measurement.
+struct JobRecord {
+  int64_t id = 0;
+  MeasurementKey key;
+  JobState state = JobState::kQueued;
+  int32_t attempts = 0;  // leases handed out so far
+  int32_t max_attempts = 3;
+  std::string lease_owner;     // worker id while leased
+  int64_t lease_deadline = 0;  // while leased
+  std::string errors;          // every failed attempt's reason, "; "-separated, oldest first
+  std::string result_target;   // once done: the fingerprint the measurement was stored under
+  std::vector<uint8_t> payload;
+  int64_t created_at = 0;
+  int64_t updated_at = 0;
+};
+
+enum class WorkerState { kOnline, kOffline };
+std::string_view WorkerStateName(WorkerState state);
+
+struct WorkerRecord {
+  std::string id;  // stable across reconnects, so a reconnecting worker is one row
+  std::string target_fingerprint;
+  int32_t cores = 0;
+  std::string version;
+  WorkerState state = WorkerState::kOnline;
+  int64_t registered_at = 0;
+  int64_t last_heartbeat = 0;
+};
+
+// Unix time in milliseconds.
+int64_t NowMs();
+
+}  // namespace fusetune::db

@@ -1,0 +1,27 @@
+#pragma once
+// The schema as a list of numbered migrations. PRAGMA user_version holds the number of the last
+// one applied; each step runs in its own write transaction together with the version bump, so a
+// file is always at exactly one version. A step is never edited once released: changes are new
+// steps appended at the end.
+//
+//   v1  the cache: targets, measurements, best_plans
+//   v2  the service queue: tasks, jobs, task_jobs, workers
+#include <cstdint>
+
+namespace fusetune::db {
+
+class Connection;
+
+// Written to PRAGMA application_id so a fusetune file is told apart from any other SQLite file
+// ("FTUN").
+inline constexpr int32_t kApplicationId = 0x4654554e;
+inline constexpr int kLatestSchemaVersion = 2;
+
+// Applies the steps after the file's version up to `target_version` (<= kLatestSchemaVersion).
+// Safe against another process migrating the same file at the same time.
+void Migrate(Connection& conn, int target_version);
+
+// PRAGMA user_version of the open file.
+int ReadSchemaVersion(Connection& conn);
+
+}  // namespace fusetune::db

@@ -1,0 +1,234 @@
+// Targets, measurements and best plans: every field round-trips, and the write rules hold.
+#include "db/store.h"
+#include "db_test_util.h"
+#include "ir/error.h"
+
+namespace fusetune::db {
+namespace {
+
+using testing::Key;
+using testing::TempDir;
+
+void ExpectSameMeasurement(const MeasurementRecord& a, const MeasurementRecord& b) {
+  EXPECT_EQ(a.key, b.key);
+  EXPECT_EQ(a.status, b.status);
+  EXPECT_EQ(a.reason, b.reason);
+  EXPECT_EQ(a.median_us, b.median_us);
+  EXPECT_EQ(a.min_us, b.min_us);
+  EXPECT_EQ(a.stddev_us, b.stddev_us);
+  EXPECT_EQ(a.number, b.number);
+  EXPECT_EQ(a.repeat, b.repeat);
+  EXPECT_EQ(a.max_abs_error, b.max_abs_error);
+  EXPECT_EQ(a.compile_ms, b.compile_ms);
+  EXPECT_EQ(a.group_text, b.group_text);
+  EXPECT_EQ(a.created_at, b.created_at);
+}
+
+void ExpectSamePlan(const BestPlanRecord& a, const BestPlanRecord& b) {
+  EXPECT_EQ(a.key, b.key);
+  EXPECT_EQ(a.groups, b.groups);
+  EXPECT_EQ(a.tuned_us, b.tuned_us);
+  EXPECT_EQ(a.greedy_us, b.greedy_us);
+  EXPECT_EQ(a.unfused_us, b.unfused_us);
+  EXPECT_EQ(a.chosen, b.chosen);
+  EXPECT_EQ(a.region_text, b.region_text);
+  EXPECT_EQ(a.ops, b.ops);
+  EXPECT_EQ(a.created_at, b.created_at);
+}
+
+TEST(Targets, RoundTripAndReplace) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  TargetRecord t = testing::SampleTarget();
+  store.PutTarget(t);
+  std::optional<TargetRecord> got = store.FindTarget(t.fingerprint);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->cpu, "generic");
+  EXPECT_EQ(got->triple, "x86_64-pc-linux-gnu");
+  EXPECT_EQ(got->features, "+avx2,+avx512f,+fma");
+  EXPECT_EQ(got->cores, 2);
+  EXPECT_EQ(got->peak_gflops, 201.5);
+  EXPECT_EQ(got->bandwidth_gbs, 91.25);
+  EXPECT_EQ(got->measured_at, 1700000000123);
+  t.peak_gflops = 190;  // re-measured
+  store.PutTarget(t);
+  EXPECT_EQ(store.FindTarget(t.fingerprint)->peak_gflops, 190);
+  store.PutTarget(testing::SampleTarget("aarch64-neoverse"));
+  std::vector<TargetRecord> all = store.ListTargets();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].fingerprint, "aarch64-neoverse");
+  EXPECT_FALSE(store.FindTarget("nope"));
+}
+
+TEST(Measurements, EveryFieldRoundTrips) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  MeasurementRecord ok = testing::OkMeasurement(Key("g1", "tile_m=8,tile_n=32", "t", 4), 0.125);
+  MeasurementRecord bad = testing::InvalidMeasurement(Key("g2"), "compile error: no template");
+  EXPECT_TRUE(store.PutMeasurement(ok));
+  EXPECT_TRUE(store.PutMeasurement(bad));
+  ExpectSameMeasurement(*store.FindMeasurement(ok.key), ok);
+  ExpectSameMeasurement(*store.FindMeasurement(bad.key), bad);
+  // Each part of the key matters.
+  EXPECT_FALSE(store.FindMeasurement(Key("g1", "tile_m=8,tile_n=32", "t", 1)));
+  EXPECT_FALSE(store.FindMeasurement(Key("g1", "", "t", 4)));
+  EXPECT_FALSE(store.FindMeasurement(Key("g1", "tile_m=8,tile_n=32", "u", 4)));
+}
+
+TEST(Measurements, CreatedAtZeroMeansNow) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  MeasurementRecord m = testing::OkMeasurement(Key("g"), 1);
+  m.created_at = 0;
+  int64_t before = NowMs();
+  store.PutMeasurement(m);
+  int64_t at = store.FindMeasurement(m.key)->created_at;
+  EXPECT_GE(at, before);
+  EXPECT_LE(at, NowMs());
+}
+
+TEST(Measurements, AnOkResultIsNeverReplaced) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  MeasurementKey key = Key("g");
+  EXPECT_TRUE(store.PutMeasurement(testing::OkMeasurement(key, 10)));
+  EXPECT_FALSE(store.PutMeasurement(testing::OkMeasurement(key, 5)));
+  EXPECT_FALSE(store.PutMeasurement(testing::InvalidMeasurement(key, "crash")));
+  EXPECT_EQ(store.FindMeasurement(key)->median_us, 10);
+  EXPECT_EQ(store.FindMeasurement(key)->status, MeasurementStatus::kOk);
+}
+
+TEST(Measurements, AnInvalidResultIsReplacedOnlyByAnOkOne) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  MeasurementKey key = Key("g");
+  EXPECT_TRUE(store.PutMeasurement(testing::InvalidMeasurement(key, "timeout after 10 s")));
+  EXPECT_FALSE(store.PutMeasurement(testing::InvalidMeasurement(key, "crash: SIGSEGV")));
+  EXPECT_EQ(store.FindMeasurement(key)->reason, "timeout after 10 s");
+  EXPECT_TRUE(store.PutMeasurement(testing::OkMeasurement(key, 3)));
+  EXPECT_EQ(store.FindMeasurement(key)->status, MeasurementStatus::kOk);
+  EXPECT_EQ(store.FindMeasurement(key)->reason, "");
+  EXPECT_EQ(store.FindMeasurement(key)->median_us, 3);
+}
+
+TEST(Measurements, ConstraintsRejectNonsense) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  MeasurementRecord no_time = testing::OkMeasurement(Key("g"), 0);
+  EXPECT_THROW(store.PutMeasurement(no_time), StoreError);
+  MeasurementRecord no_reason = testing::InvalidMeasurement(Key("g"), "");
+  EXPECT_THROW(store.PutMeasurement(no_reason), StoreError);
+  EXPECT_THROW(store.PutMeasurement(testing::OkMeasurement(Key(""), 1)), StoreError);
+  EXPECT_THROW(store.PutMeasurement(testing::OkMeasurement(Key("g", "", "t", 0), 1)), StoreError);
+  EXPECT_EQ(store.ListMeasurements().size(), 0u);
+}
+
+TEST(Measurements, GroupLookupFilterAndDelete) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  store.PutMeasurement(testing::OkMeasurement(Key("abc1", "v=8"), 2));
+  store.PutMeasurement(testing::OkMeasurement(Key("abc1", ""), 3));
+  store.PutMeasurement(testing::OkMeasurement(Key("abc1", "", "other"), 4));
+  store.PutMeasurement(testing::OkMeasurement(Key("abd2", "", "x86_64-zen5-avx512", 2), 5));
+  store.PutMeasurement(testing::InvalidMeasurement(Key("zzz"), "wrong"));
+
+  std::vector<MeasurementRecord> group =
+      store.FindMeasurementsForGroup("abc1", "x86_64-zen5-avx512", 1);
+  ASSERT_EQ(group.size(), 2u);
+  EXPECT_EQ(group[0].key.schedule, "");
+  EXPECT_EQ(group[1].key.schedule, "v=8");
+
+  EXPECT_EQ(store.ListMeasurements({.group_signature_prefix = "ab"}).size(), 4u);
+  EXPECT_EQ(store.ListMeasurements({.target_fingerprint = "other"}).size(), 1u);
+  EXPECT_EQ(store.ListMeasurements({.threads = 2}).size(), 1u);
+  EXPECT_EQ(store.ListMeasurements({.status = MeasurementStatus::kInvalid}).size(), 1u);
+  EXPECT_EQ(store.ListMeasurements({.limit = 2}).size(), 2u);
+
+  EXPECT_EQ(store.DeleteMeasurements({.group_signature_prefix = "abc"}), 3);
+  EXPECT_EQ(store.ListMeasurements().size(), 2u);
+}
+
+TEST(BestPlans, EveryFieldRoundTrips) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  BestPlanRecord plan = testing::SamplePlan("r1", 123.25);
+  plan.key.threads = 2;
+  plan.key.search_version = 3;
+  plan.chosen = "greedy";
+  store.PutBestPlan(plan);
+  ExpectSamePlan(*store.FindBestPlan(plan.key), plan);
+  EXPECT_FALSE(store.FindBestPlan({"r1", plan.key.target_fingerprint, 2, 1}));
+  EXPECT_FALSE(store.FindBestPlan({"r1", plan.key.target_fingerprint, 1, 3}));
+}
+
+TEST(BestPlans, PutReplacesAndChosenUsFollowsChoice) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  BestPlanRecord plan = testing::SamplePlan("r1", 100);
+  store.PutBestPlan(plan);
+  plan.tuned_us = 150;  // a re-tune on purpose: newest wins even when slower
+  plan.groups = {StoredGroup{{0, 1, 2}, "k=1"}};
+  store.PutBestPlan(plan);
+  BestPlanRecord got = *store.FindBestPlan(plan.key);
+  EXPECT_EQ(got.tuned_us, 150);
+  EXPECT_EQ(got.groups, plan.groups);
+  EXPECT_EQ(got.ChosenUs(), 150);
+  got.chosen = "unfused";
+  EXPECT_EQ(got.ChosenUs(), got.unfused_us);
+}
+
+TEST(BestPlans, ConstraintsRejectNonsense) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  BestPlanRecord bad = testing::SamplePlan("r1", 1);
+  bad.chosen = "fastest";
+  EXPECT_THROW(store.PutBestPlan(bad), StoreError);
+  bad = testing::SamplePlan("r1", -1);
+  EXPECT_THROW(store.PutBestPlan(bad), StoreError);
+  EXPECT_EQ(store.ListBestPlans().size(), 0u);
+}
+
+TEST(BestPlans, FiltersAndDelete) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  store.PutBestPlan(testing::SamplePlan("aa11", 1));
+  store.PutBestPlan(testing::SamplePlan("aa22", 2, "other"));
+  BestPlanRecord softmax = testing::SamplePlan("bb33", 3);
+  softmax.ops = {"nn.softmax"};
+  softmax.key.threads = 2;
+  store.PutBestPlan(softmax);
+  BestPlanRecord v2 = testing::SamplePlan("cc44", 4);
+  v2.key.search_version = 2;
+  store.PutBestPlan(v2);
+
+  EXPECT_EQ(store.ListBestPlans().size(), 4u);
+  EXPECT_EQ(store.ListBestPlans({.region_signature_prefix = "aa"}).size(), 2u);
+  EXPECT_EQ(store.ListBestPlans({.target_fingerprint = "other"}).size(), 1u);
+  EXPECT_EQ(store.ListBestPlans({.threads = 2}).size(), 1u);
+  EXPECT_EQ(store.ListBestPlans({.search_version = 2}).size(), 1u);
+  std::vector<BestPlanRecord> with_softmax = store.ListBestPlans({.op = "nn.softmax"});
+  ASSERT_EQ(with_softmax.size(), 1u);
+  EXPECT_EQ(with_softmax[0].key.region_signature, "bb33");
+  EXPECT_EQ(store.ListBestPlans({.op = "where"}).size(), 3u);
+  EXPECT_EQ(store.ListBestPlans({.op = "wher"}).size(), 0u);  // whole names only
+
+  EXPECT_EQ(store.DeleteBestPlans({.target_fingerprint = "other"}), 1);
+  EXPECT_EQ(store.DeleteBestPlans({.region_signature_prefix = "zz"}), 0);
+  EXPECT_EQ(store.ListBestPlans().size(), 3u);
+  EXPECT_EQ(store.DeleteBestPlans({}), 3);
+  EXPECT_EQ(store.ListBestPlans().size(), 0u);
+}
+
+TEST(PlanJson, GroupsRoundTripAndBadJsonIsAUserError) {
+  std::vector<StoredGroup> groups = {{{0, 3}, "tile_m=8"}, {{1}, ""}};
+  std::string json = GroupsToJson(groups);
+  EXPECT_EQ(json,
+            R"({"groups":[{"nodes":[0,3],"schedule":"tile_m=8"},{"nodes":[1],"schedule":""}]})");
+  EXPECT_EQ(GroupsFromJson(json), groups);
+  EXPECT_THROW(GroupsFromJson("[]"), UserError);
+  EXPECT_THROW(GroupsFromJson(R"({"groups":[{"nodes":[-1]}]})"), UserError);
+  EXPECT_THROW(GroupsFromJson(R"({"groups":[{"nodes":"0"}]})"), UserError);
+}
+
+}  // namespace
+}  // namespace fusetune::db

@@ -1,0 +1,178 @@
+// JSON-lines export and import: round trip into a fresh file, the merge rule, and an import that
+// fails on any line imports nothing.
+#include <sstream>
+
+#include "db/store.h"
+#include "db_test_util.h"
+#include "ir/error.h"
+
+namespace fusetune::db {
+namespace {
+
+using testing::Key;
+using testing::TempDir;
+
+std::string Export(const Store& store) {
+  std::ostringstream out;
+  store.ExportJsonLines(out);
+  return out.str();
+}
+
+ImportStats Import(Store& store, const std::string& text) {
+  std::istringstream in(text);
+  return store.ImportJsonLines(in);
+}
+
+void Fill(Store& store) {
+  store.PutTarget(testing::SampleTarget());
+  store.PutMeasurement(testing::OkMeasurement(Key("g1", "tile_m=8"), 12.345678901234567));
+  store.PutMeasurement(testing::InvalidMeasurement(Key("g2"), "crash: \"SIGSEGV\"\nat line 2"));
+  store.PutBestPlan(testing::SamplePlan("r1", 0.1));
+  BestPlanRecord greedy = testing::SamplePlan("r2", 55);
+  greedy.chosen = "greedy";
+  store.PutBestPlan(greedy);
+}
+
+TEST(ExportImport, RoundTripIntoAFreshFileIsExact) {
+  TempDir dir;
+  Store a(dir.File("a.db"));
+  Fill(a);
+  std::string text = Export(a);
+  // Header + 1 target + 2 measurements + 2 plans, one object per line.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6);
+  EXPECT_EQ(text.rfind(R"({"kind":"header","format":"fusetune-cache","version":1,)", 0), 0u)
+      << text.substr(0, 80);
+
+  Store b(dir.File("b.db"));
+  ImportStats stats = Import(b, text);
+  EXPECT_EQ(stats.added, 5);
+  EXPECT_EQ(stats.replaced, 0);
+  EXPECT_EQ(stats.kept, 0);
+  // Exporting the copy gives the same lines (the header's time aside).
+  std::string again = Export(b);
+  EXPECT_EQ(again.substr(again.find('\n')), text.substr(text.find('\n')));
+  EXPECT_EQ(b.FindMeasurement(Key("g1", "tile_m=8"))->median_us, 12.345678901234567);
+  EXPECT_EQ(b.FindMeasurement(Key("g2"))->reason, "crash: \"SIGSEGV\"\nat line 2");
+  EXPECT_EQ(b.FindBestPlan({"r2", "x86_64-zen5-avx512", 1, 1})->chosen, "greedy");
+
+  // Importing the same lines again changes nothing.
+  stats = Import(b, text);
+  EXPECT_EQ(stats.added, 0);
+  EXPECT_EQ(stats.replaced, 0);
+  EXPECT_EQ(stats.kept, 5);
+}
+
+TEST(ExportImport, MergeKeepsTheBetterRecord) {
+  TempDir dir;
+  Store mine(dir.File("mine.db"));
+  Store theirs(dir.File("theirs.db"));
+
+  TargetRecord my_target = testing::SampleTarget();
+  mine.PutTarget(my_target);
+  TargetRecord their_target = my_target;
+  their_target.peak_gflops = 1;
+  theirs.PutTarget(their_target);
+
+  // Measurements: ok stays ok; invalid gives way to ok; a new key is added.
+  mine.PutMeasurement(testing::OkMeasurement(Key("ok_vs_ok"), 10));
+  theirs.PutMeasurement(testing::OkMeasurement(Key("ok_vs_ok"), 1));
+  mine.PutMeasurement(testing::OkMeasurement(Key("ok_vs_invalid"), 10));
+  theirs.PutMeasurement(testing::InvalidMeasurement(Key("ok_vs_invalid"), "crash"));
+  mine.PutMeasurement(testing::InvalidMeasurement(Key("invalid_vs_ok"), "timeout"));
+  theirs.PutMeasurement(testing::OkMeasurement(Key("invalid_vs_ok"), 7));
+  theirs.PutMeasurement(testing::OkMeasurement(Key("only_theirs"), 8));
+
+  // Plans: strictly faster wins; equal and slower are kept.
+  mine.PutBestPlan(testing::SamplePlan("faster", 100));
+  theirs.PutBestPlan(testing::SamplePlan("faster", 80));
+  mine.PutBestPlan(testing::SamplePlan("equal", 100));
+  BestPlanRecord equal = testing::SamplePlan("equal", 100);
+  equal.groups = {StoredGroup{{0, 1, 2}, ""}};
+  theirs.PutBestPlan(equal);
+  mine.PutBestPlan(testing::SamplePlan("slower", 100));
+  theirs.PutBestPlan(testing::SamplePlan("slower", 120));
+  // Chosen times compare, not tuned times: theirs chose greedy at 90 (< my 100).
+  mine.PutBestPlan(testing::SamplePlan("by_chosen", 100));
+  BestPlanRecord by_chosen = testing::SamplePlan("by_chosen", 50);
+  by_chosen.greedy_us = 90;
+  by_chosen.chosen = "greedy";
+  theirs.PutBestPlan(by_chosen);
+
+  ImportStats stats = Import(mine, Export(theirs));
+  EXPECT_EQ(stats.added, 1);     // only_theirs
+  EXPECT_EQ(stats.replaced, 3);  // invalid_vs_ok, faster, by_chosen
+  EXPECT_EQ(stats.kept, 5);      // target, ok_vs_ok, ok_vs_invalid, equal, slower
+
+  EXPECT_EQ(mine.FindTarget(my_target.fingerprint)->peak_gflops, my_target.peak_gflops);
+  EXPECT_EQ(mine.FindMeasurement(Key("ok_vs_ok"))->median_us, 10);
+  EXPECT_EQ(mine.FindMeasurement(Key("ok_vs_invalid"))->status, MeasurementStatus::kOk);
+  EXPECT_EQ(mine.FindMeasurement(Key("invalid_vs_ok"))->median_us, 7);
+  EXPECT_EQ(mine.FindMeasurement(Key("only_theirs"))->median_us, 8);
+  const std::string t = my_target.fingerprint;
+  EXPECT_EQ(mine.FindBestPlan({"faster", t, 1, 1})->tuned_us, 80);
+  EXPECT_EQ(mine.FindBestPlan({"equal", t, 1, 1})->groups.size(), 2u);
+  EXPECT_EQ(mine.FindBestPlan({"slower", t, 1, 1})->tuned_us, 100);
+  EXPECT_EQ(mine.FindBestPlan({"by_chosen", t, 1, 1})->chosen, "greedy");
+}
+
+// Any bad line aborts the whole import: nothing before it stays.
+TEST(ExportImport, ABadLineImportsNothingAndNamesTheLine) {
+  TempDir dir;
+  Store source(dir.File("s.db"));
+  Fill(source);
+  std::string good = Export(source);
+
+  struct Case {
+    std::string bad_line;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"not json", "line 7: not a JSON object"},
+      {R"({"kind":"planet"})", "line 7: unknown record kind \"planet\""},
+      {R"({"kind":"measurement","group_signature":"g9"})",
+       "line 7: the measurement record lacks \"schedule\""},
+      {R"({"kind":"measurement","group_signature":"g9","schedule":"","target_fingerprint":"t",)"
+       R"("threads":"one","status":"ok","median_us":1})",
+       "line 7: \"threads\" must be an integer"},
+      {R"({"kind":"measurement","group_signature":"g9","schedule":"","target_fingerprint":"t",)"
+       R"("threads":1,"status":"fine","median_us":1})",
+       "line 7: \"status\" must be \"ok\" or \"invalid\""},
+      {R"({"kind":"measurement","group_signature":"g9","schedule":"","target_fingerprint":"t",)"
+       R"("threads":1,"status":"ok","median_us":0})",
+       "line 7: the measurement record is not valid"},
+      {R"({"kind":"best_plan","region_signature":"r9","target_fingerprint":"t","threads":1,)"
+       R"("search_version":1,"groups":[{"nodes":["a"]}],"tuned_us":1,"greedy_us":1,)"
+       R"("unfused_us":1,"chosen":"tuned","ops":[]})",
+       "line 7: plan JSON groups[0].nodes holds \"a\""},
+      {R"({"kind":"header","format":"fusetune-cache","version":9})",
+       "line 7: written in export format v9"},
+  };
+  for (const Case& c : cases) {
+    Store target(dir.File("t.db"));
+    try {
+      Import(target, good + c.bad_line + "\n");
+      ADD_FAILURE() << "accepted: " << c.bad_line;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos)
+          << "got: " << e.what() << "\nwant: " << c.message;
+    }
+    StoreStats stats = target.Stats();
+    EXPECT_EQ(stats.targets + stats.measurements_ok + stats.measurements_invalid + stats.best_plans,
+              0)
+        << c.bad_line;
+  }
+}
+
+TEST(ExportImport, BlankLinesAndNoHeaderAreFine) {
+  TempDir dir;
+  Store store(dir.File("s.db"));
+  std::string line =
+      R"({"kind":"measurement","group_signature":"g9","schedule":"","target_fingerprint":"t",)"
+      R"("threads":1,"status":"invalid","reason":"crash","median_us":0})";
+  ImportStats stats = Import(store, "\n" + line + "\n\n");
+  EXPECT_EQ(stats.added, 1);
+  EXPECT_EQ(store.FindMeasurement(Key("g9", "", "t"))->reason, "crash");
+}
+
+}  // namespace
+}  // namespace fusetune::db
