@@ -237,14 +237,14 @@ class FlatIndex {
         case IndexOp::kFloorDiv: {
           int64_t a = sp[-2], b = sp[-1];
           int64_t q = a / b;
-          if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+          if (q * b != a && ((a < 0) != (b < 0))) --q;  // one division, not two
           sp[-2] = q;
           --sp;
           break;
         }
         case IndexOp::kMod: {
           int64_t a = sp[-2], b = sp[-1];
-          int64_t r = a % b;
+          int64_t r = a - (a / b) * b;
           if (r != 0 && ((r < 0) != (b < 0))) r += b;
           sp[-2] = r;
           --sp;

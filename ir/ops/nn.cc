@@ -1,6 +1,7 @@
 // Anchor ops: nn.dense, nn.batch_matmul, nn.matmul (OutEWiseFusable, one MatmulLayout each) and
 // the composites nn.softmax and nn.layer_norm (Opaque in TVM, row kernels here). The references
 // accumulate in double.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -97,30 +98,69 @@ MatmulLayout MatmulLayoutOf(std::span<const TensorType> in, const Attrs& attrs) 
   return l;
 }
 
-// out[b, i, j] = sum_k A(b, i, k) * B(b, j, k), in double. Both operands are first copied into
-// [batch][m][k] and [batch][k][n] so the inner loop runs contiguously.
+// GCC's -O2 cost model ("very cheap") leaves the inner loop below scalar; the cheap model
+// vectorizes it and halves the reference's time on BERT-sized dense layers.
+#if defined(__GNUC__) && !defined(__clang__)
+#define FT_VECTORIZE __attribute__((optimize("-fvect-cost-model=cheap")))
+#else
+#define FT_VECTORIZE
+#endif
+
+// C[m][n] += A[m][k] . B[k][n], blocked over k and j so a block of B stays in cache while every
+// row of A streams past it (BERT's dense weights are ~19 MB in double).
+FT_VECTORIZE void MultiplyAccumulate(const double* A, const double* B, double* C, int64_t m,
+                                     int64_t n, int64_t k) {
+  constexpr int64_t kBlockK = 256, kBlockN = 128;
+  for (int64_t k0 = 0; k0 < k; k0 += kBlockK) {
+    const int64_t k1 = std::min(k, k0 + kBlockK);
+    for (int64_t j0 = 0; j0 < n; j0 += kBlockN) {
+      const int64_t width = std::min(n, j0 + kBlockN) - j0;
+      for (int64_t i = 0; i < m; ++i) {
+        double* __restrict crow = C + i * n + j0;
+        const double* arow = A + i * k;
+        for (int64_t kk = k0; kk < k1; ++kk) {
+          const double av = arow[kk];
+          const double* __restrict brow = B + kk * n + j0;
+          for (int64_t j = 0; j < width; ++j) crow[j] += av * brow[j];
+        }
+      }
+    }
+  }
+}
+
+// dst[c][r] = src[r][c] for a rows x cols matrix read from a tensor at `offset`, in 32x32 tiles
+// so both sides stay in cache.
+void TransposeInto(const Tensor& src, int64_t offset, int64_t rows, int64_t cols, double* dst) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+          dst[c * rows + r] = src.Get(offset + r * cols + c);
+}
+
+// out[b, i, j] = sum_k A(b, i, k) * B(b, j, k), in double: both operands are copied into [m][k]
+// and [k][n] per batch, then multiplied.
 Tensor EvalMatmul(const MatmulLayout& l, const Tensor& a, const Tensor& b, const TensorType& out) {
   const int64_t m = l.m, n = l.n, k = l.k;
-  std::vector<double> A(m * k), B(k * n), row(n);
+  std::vector<double> A(m * k), B(k * n), C(m * n);
   Tensor result(out);
   for (int64_t bb = 0; bb < l.batch; ++bb) {
     const int64_t a0 = bb * m * k, b0 = bb * n * k;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t kk = 0; kk < k; ++kk)
-        A[i * k + kk] = a.Get(a0 + (l.transpose_a ? kk * m + i : i * k + kk));
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t j = 0; j < n; ++j)
-        B[kk * n + j] = b.Get(b0 + (l.transpose_b ? j * k + kk : kk * n + j));
-    for (int64_t i = 0; i < m; ++i) {
-      std::fill(row.begin(), row.end(), 0.0);
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const double av = A[i * k + kk];
-        const double* brow = &B[kk * n];
-        for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
-      }
-      const int64_t o = (bb * m + i) * n;
-      for (int64_t j = 0; j < n; ++j) result.Set(o + j, row[j]);
+    if (l.transpose_a) {
+      TransposeInto(a, a0, k, m, A.data());  // stored [k][m]
+    } else {
+      for (int64_t x = 0; x < m * k; ++x) A[x] = a.Get(a0 + x);
     }
+    if (l.transpose_b) {
+      TransposeInto(b, b0, n, k, B.data());  // stored [n][k]
+    } else {
+      for (int64_t x = 0; x < k * n; ++x) B[x] = b.Get(b0 + x);
+    }
+    std::fill(C.begin(), C.end(), 0.0);
+    MultiplyAccumulate(A.data(), B.data(), C.data(), m, n, k);
+    const int64_t o = bb * m * n;
+    for (int64_t x = 0; x < m * n; ++x) result.Set(o + x, C[x]);
   }
   return result;
 }

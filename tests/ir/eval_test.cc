@@ -251,3 +251,62 @@ TEST(Eval, RefusesUnsupportedDtypes) {
 
 }  // namespace
 }  // namespace fusetune
+
+namespace fusetune {
+namespace {
+
+// Reads the output of a single-input injective op through its access map, element by element
+// with EvalIndex: the meaning kernels use. Must agree with EvalOp (reshape evaluates by copy).
+Tensor ThroughAccessMap(const std::string& op, const Tensor& in, Attrs attrs) {
+  const OpDef* def = FindOp(op);
+  Attrs a = NormalizeAttrs(*def, attrs);
+  std::vector<TensorType> types{in.type()};
+  TensorType out = def->infer(types, a);
+  AccessMap map = def->access(types, out, a);
+  Tensor result(out);
+  std::vector<int64_t> in_strides = RowMajorStrides(in.shape());
+  std::vector<int64_t> out_strides = RowMajorStrides(out.shape);
+  std::vector<int64_t> coords(out.rank());
+  for (int64_t flat = 0; flat < out.NumElements(); ++flat) {
+    for (int d = 0; d < out.rank(); ++d) coords[d] = flat / out_strides[d] % out.shape[d];
+    int64_t at = 0;
+    for (int j = 0; j < in.type().rank(); ++j)
+      at += EvalIndex(map.inputs[0].index[j], coords) * in_strides[j];
+    result.Set(flat, in.Get(at));
+  }
+  return result;
+}
+
+TEST(Eval, AccessMapsAgreeWithEval) {
+  Tensor x = Tensor::Random(TensorType{DType::kFloat32, {4, 6, 5}}, 11);
+  struct Case {
+    const char* op;
+    Attrs attrs;
+  };
+  const Case cases[] = {
+      {"reshape", Attrs({{"newshape", IntList{6, -1}}})},
+      {"reshape", Attrs({{"newshape", IntList{0, 5, 6}}})},
+      {"reshape", Attrs({{"newshape", IntList{2, 2, 3, 1, 10}}})},
+      {"transpose", Attrs({{"axes", IntList{2, 0, 1}}})},
+      {"expand_dims", Attrs({{"axis", int64_t{-2}}, {"num_newaxis", int64_t{2}}})},
+      {"broadcast_to", Attrs({{"shape", IntList{3, 4, 6, 5}}})},
+      {"strided_slice", Attrs({{"begin", IntList{3, 1, -1}},
+                               {"end", IntList{0, 6, -6}},
+                               {"strides", IntList{-2, 2, -1}}})},
+  };
+  for (const Case& c : cases) {
+    Tensor expected = ThroughAccessMap(c.op, x, c.attrs);
+    Tensor actual = Apply(c.op, {x}, c.attrs);
+    EXPECT_EQ(MaxAbsDifference(expected, actual), 0.0) << c.op;
+  }
+  // The reshape map unravels the flat index with floordiv/mod.
+  const OpDef* reshape = FindOp("reshape");
+  Attrs a = NormalizeAttrs(*reshape, Attrs({{"newshape", IntList{30, 4}}}));
+  std::vector<TensorType> types{TensorType{DType::kFloat32, {4, 6, 5}}};
+  AccessMap map = reshape->access(types, reshape->infer(types, a), a);
+  EXPECT_EQ(FormatIndex(map.inputs[0].index[0]), "floordiv((i0*4 + i1), 30)");
+  EXPECT_EQ(FormatIndex(map.inputs[0].index[2]), "floormod((i0*4 + i1), 5)");
+}
+
+}  // namespace
+}  // namespace fusetune
