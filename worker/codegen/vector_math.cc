@@ -40,20 +40,25 @@ Value* Polynomial(llvm::IRBuilderBase& b, Value* x, std::initializer_list<double
   return acc;
 }
 
-// 2^n for integer-valued float n in [-125, 128], built as (2^(n-1)) * 2 so n = 128 is exact too.
+// y * 2^n for integer-valued float n in [-252, 254]: two normal-range factors 2^(n>>1) and
+// 2^(n - (n>>1)), so results near overflow stay exact and tiny ones become denormals gracefully.
 Value* ScaleByPow2(llvm::IRBuilderBase& b, Value* y, Value* n) {
   llvm::Type* int_type = IntTypeLike(b, n);
   Value* ni = b.CreateFPToSI(n, int_type);
-  Value* bits = b.CreateShl(b.CreateAdd(ni, CI(b, int_type, 126)), CI(b, int_type, 23));
-  Value* scale = b.CreateBitCast(bits, y->getType());
-  return b.CreateFMul(b.CreateFMul(y, scale), C(b, y, 2.0));
+  Value* n1 = b.CreateAShr(ni, CI(b, int_type, 1));
+  Value* n2 = b.CreateSub(ni, n1);
+  auto pow2 = [&](Value* e) {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, CI(b, int_type, 127)), CI(b, int_type, 23)),
+                           y->getType());
+  };
+  return b.CreateFMul(b.CreateFMul(y, pow2(n1)), pow2(n2));
 }
 
 constexpr double kLog2e = 1.44269504088896341;
 constexpr double kLn2Hi = 0.693359375;
 constexpr double kLn2Lo = -2.12194440e-4;
 constexpr double kExpHi = 88.72283935546875;  // above: +inf
-constexpr double kExpLo = -87.0;              // below: results under FLT_MIN flush to 0
+constexpr double kExpLo = -104.0;             // below: 0 (e^-104 is under half the least denormal)
 
 // exp on x already clamped to [kExpLo, kExpHi]; `fast` uses the shorter polynomial.
 Value* ExpCore(llvm::IRBuilderBase& b, Value* x, bool fast) {

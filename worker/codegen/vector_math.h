@@ -5,22 +5,22 @@
 // range, measured by tests/codegen/vector_math_test.cc against double-precision libm (relative
 // unless marked absolute; "ulp" = float units in the last place):
 //
-//   exp       Cody-Waite reduction + degree-5 polynomial (Cephes expf)   rel <= 3e-7 (about 2 ulp)
-//             results below FLT_MIN flush to 0; x > 88.7228 -> +inf; NaN -> NaN
+//   exp       Cody-Waite reduction + degree-5 polynomial (Cephes expf)   rel <= 1e-7 (measured
+//   8e-8)
+//             denormal results are produced; x < -104 -> 0; x > 88.7228 -> +inf; NaN -> NaN
 //   fast_exp  same reduction, degree-4 Taylor polynomial, no NaN/inf fix-ups on overflow
-//                                                                         rel <= 5e-5
+//                                                                         rel <= 6e-5
 //   log       frexp + degree-8 polynomial (Cephes logf), denormals handled  abs <= 2e-7 near 1,
 //             rel <= 3e-7 elsewhere; log(0) = -inf, log(<0) = NaN
 //   tanh      |x| < 0.625: odd polynomial; else 1 - 2/(exp(2|x|)+1)     rel <= 5e-7
-//   fast_tanh 1 - 2/(fast_exp(2x)+1) on x clamped to [-9, 9]              abs <= 1e-5
+//   fast_tanh 1 - 2/(fast_exp(2x)+1) on x clamped to [-9, 9]              abs <= 4e-5
 //   sigmoid   1/(1+exp(-x))                                               rel <= 5e-7
 //   erf       |x| < 1: odd polynomial (Cephes erff); else Abramowitz-Stegun 7.1.26
 //                                                                         abs <= 3e-7
 //   sqrt      the hardware square root (llvm.sqrt), correctly rounded
 //   rsqrt     1/sqrt(x) (two correctly rounded steps)                     rel <= 1.2e-7
 //   pow       exp(y*log|x|) with sign and zero rules; constant y in {0.5, 1, 2, 3, -1, -0.5}
-//             becomes sqrt / multiplies / divides                         rel <= 2e-6 for |y*log x|
-//             < 20
+//             becomes sqrt / multiplies / divides             rel <= 2e-7 * (1 + |y ln|x||)
 namespace llvm {
 class IRBuilderBase;
 class Value;

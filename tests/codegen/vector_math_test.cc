@@ -1,0 +1,198 @@
+// Accuracy of the vectorised math (worker/codegen/vector_math.h) over the float range: every op
+// is compiled as a 16-wide kernel and run on inputs sampled across all float bit patterns of its
+// domain, then compared with double-precision libm. The bounds here are the documented ones.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "worker/codegen/jit.h"
+#include "worker/codegen/kernel_abi.h"
+#include "worker/codegen/kernel_ir.h"
+#include "worker/codegen/lower_llvm.h"
+
+namespace fusetune::codegen {
+namespace {
+
+// Runs out[i] = op(in[i]) (or in[i] ^ y for pow) through a generated vector kernel.
+std::vector<float> RunUnary(ScalarExpr expr, const std::vector<float>& in) {
+  Kernel k;
+  k.name = "math";
+  const int64_t n = static_cast<int64_t>(in.size());
+  int x = k.AddParam("x", DType::kFloat32, n);
+  int out = k.AddParam("out", DType::kFloat32, n);
+  int i = k.NewVar("i");
+  k.body = kir::For(i, n, LoopKind::kVectorized,
+                    kir::Store(out, kir::Var(i), kir::Eval(expr, {kir::Load(x, kir::Var(i))})), 16);
+  Jit jit;
+  auto module = jit.NewModule("math");
+  LowerKernel(k, jit, *module, "math_kernel");
+  jit.Optimize(*module);
+  auto code = jit.Load(std::move(module));
+  auto fn = reinterpret_cast<KernelFn>(code->Lookup("math_kernel"));
+  std::vector<float> result(in.size());
+  void* buffers[] = {const_cast<float*>(in.data()), result.data()};
+  fn(buffers);
+  return result;
+}
+
+// Floats in [lo, hi] sampled evenly in bit-pattern space (so every binade is covered), plus 0.
+std::vector<float> Sample(float lo, float hi, int per_binade_step = 997) {
+  std::vector<float> out;
+  auto add_range = [&](float a, float b) {  // 0 <= a < b
+    uint32_t ua, ub;
+    std::memcpy(&ua, &a, 4);
+    std::memcpy(&ub, &b, 4);
+    for (uint32_t u = ua; u <= ub && u >= ua; u += per_binade_step) {
+      float f;
+      std::memcpy(&f, &u, 4);
+      out.push_back(f);
+    }
+    out.push_back(b);
+  };
+  if (hi > 0) add_range(std::max(lo, 0.0f), hi);
+  if (lo < 0) {
+    std::vector<float> pos;
+    std::swap(pos, out);
+    add_range(std::max(-hi, 0.0f), -lo);
+    for (float& f : out) f = -f;
+    out.insert(out.end(), pos.begin(), pos.end());
+  }
+  out.push_back(0.0f);
+  return out;
+}
+
+struct Errors {
+  double max_rel = 0, max_abs = 0;
+};
+
+Errors Measure(ScalarOp op, const std::vector<float>& in,
+               const std::function<double(double)>& reference,
+               double rel_floor = std::numeric_limits<float>::min()) {
+  std::vector<float> got = RunUnary(sx::Unary(op, sx::Arg(0, DType::kFloat32)), in);
+  Errors e;
+  for (size_t i = 0; i < in.size(); ++i) {
+    double want = reference(in[i]);
+    double want_f = static_cast<float>(want);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got[i])) << ScalarOpName(op) << "(" << in[i] << ") = " << got[i];
+      continue;
+    }
+    if (std::isinf(want_f)) {
+      EXPECT_EQ(got[i], want_f) << ScalarOpName(op) << "(" << in[i] << ")";
+      continue;
+    }
+    double abs_err = std::fabs(got[i] - want);
+    e.max_abs = std::max(e.max_abs, abs_err);
+    if (std::fabs(want) >= rel_floor) e.max_rel = std::max(e.max_rel, abs_err / std::fabs(want));
+  }
+  return e;
+}
+
+TEST(VectorMath, Exp) {
+  Errors e = Measure(ScalarOp::kExp, Sample(-103.0f, 88.72f), [](double x) { return std::exp(x); });
+  EXPECT_LE(e.max_rel, 1e-7);
+  std::vector<float> specials = {-1000.0f,
+                                 -100.0f,
+                                 89.0f,
+                                 1000.0f,
+                                 std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity(),
+                                 std::nanf("")};
+  std::vector<float> got =
+      RunUnary(sx::Unary(ScalarOp::kExp, sx::Arg(0, DType::kFloat32)), specials);
+  EXPECT_EQ(got[0], 0.0f);
+  EXPECT_NEAR(got[1], std::exp(-100.0), 1.5e-45);  // a denormal
+  EXPECT_TRUE(std::isinf(got[2]));
+  EXPECT_TRUE(std::isinf(got[3]));
+  EXPECT_TRUE(std::isinf(got[4]));
+  EXPECT_EQ(got[5], 0.0f);
+  EXPECT_TRUE(std::isnan(got[6]));
+  std::printf("exp: max rel error %.3g\n", e.max_rel);
+}
+
+TEST(VectorMath, FastExp) {
+  Errors e =
+      Measure(ScalarOp::kFastExp, Sample(-87.0f, 88.0f), [](double x) { return std::exp(x); });
+  EXPECT_LE(e.max_rel, 6e-5);
+  std::printf("fast_exp: max rel error %.3g\n", e.max_rel);
+}
+
+TEST(VectorMath, Log) {
+  Errors e = Measure(ScalarOp::kLog, Sample(0.0f, std::numeric_limits<float>::max()),
+                     [](double x) { return std::log(x); });
+  EXPECT_LE(e.max_abs, 2e-7 * 100);  // absolute error grows with |log x| up to ~88
+  std::vector<float> near_one = Sample(0.5f, 2.0f, 13);
+  Errors near = Measure(
+      ScalarOp::kLog, near_one, [](double x) { return std::log(x); }, 1e-3);
+  EXPECT_LE(near.max_abs, 2e-7);
+  std::vector<float> got = RunUnary(sx::Unary(ScalarOp::kLog, sx::Arg(0, DType::kFloat32)),
+                                    {0.0f, -1.0f, std::numeric_limits<float>::infinity(), 1e-40f});
+  EXPECT_EQ(got[0], -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(got[1]));
+  EXPECT_TRUE(std::isinf(got[2]) && got[2] > 0);
+  EXPECT_NEAR(got[3], std::log(1e-40), 1e-4);
+  std::printf("log: max abs error %.3g (near 1: %.3g)\n", e.max_abs, near.max_abs);
+}
+
+TEST(VectorMath, Tanh) {
+  Errors e = Measure(ScalarOp::kTanh, Sample(-50.0f, 50.0f), [](double x) { return std::tanh(x); });
+  EXPECT_LE(e.max_rel, 5e-7);
+  std::printf("tanh: max rel error %.3g\n", e.max_rel);
+}
+
+TEST(VectorMath, FastTanh) {
+  Errors e =
+      Measure(ScalarOp::kFastTanh, Sample(-50.0f, 50.0f), [](double x) { return std::tanh(x); });
+  EXPECT_LE(e.max_abs, 4e-5);
+  std::printf("fast_tanh: max abs error %.3g\n", e.max_abs);
+}
+
+TEST(VectorMath, Sigmoid) {
+  Errors e = Measure(ScalarOp::kSigmoid, Sample(-80.0f, 80.0f),
+                     [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+  EXPECT_LE(e.max_rel, 5e-7);
+  std::printf("sigmoid: max rel error %.3g\n", e.max_rel);
+}
+
+TEST(VectorMath, Erf) {
+  Errors e = Measure(ScalarOp::kErf, Sample(-20.0f, 20.0f), [](double x) { return std::erf(x); });
+  EXPECT_LE(e.max_abs, 3e-7);
+  std::printf("erf: max abs error %.3g, rel %.3g\n", e.max_abs, e.max_rel);
+}
+
+TEST(VectorMath, SqrtAndRsqrt) {
+  Errors s = Measure(ScalarOp::kSqrt, Sample(0.0f, 1e30f), [](double x) { return std::sqrt(x); });
+  EXPECT_LE(s.max_rel, 6e-8);
+  Errors r =
+      Measure(ScalarOp::kRsqrt, Sample(1e-30f, 1e30f), [](double x) { return 1.0 / std::sqrt(x); });
+  EXPECT_LE(r.max_rel, 1.2e-7);
+}
+
+TEST(VectorMath, Pow) {
+  std::vector<float> in = Sample(-4.0f, 4.0f, 9973);
+  for (double y : {2.0, 3.0, 0.5, -1.0, 1.7, -2.0, 5.0}) {
+    ScalarExpr expr = sx::Binary(ScalarOp::kPow, sx::Arg(0, DType::kFloat32), sx::Const(y));
+    std::vector<float> got = RunUnary(expr, in);
+    for (size_t i = 0; i < in.size(); ++i) {
+      double want = std::pow(static_cast<double>(in[i]), y);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << in[i] << "^" << y;
+      } else if (want == 0.0) {
+        EXPECT_EQ(got[i], 0.0f) << in[i] << "^" << y;
+      } else if (std::isinf(static_cast<float>(want))) {
+        EXPECT_TRUE(std::isinf(got[i])) << in[i] << "^" << y;
+      } else {
+        double amplification = 1.0 + std::fabs(y * std::log(std::fabs(in[i])));
+        ASSERT_NEAR(got[i], want, 2e-7 * amplification * std::fabs(want) + 1e-44)
+            << in[i] << "^" << y;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fusetune::codegen
