@@ -34,13 +34,17 @@ std::unique_ptr<OpDef> NewInjective(std::string name, OpPattern pattern = OpPatt
 }
 
 // ---- reshape --------------------------------------------------------------------------------
-Shape ReshapeTarget(const TensorType& in, const IntList& newshape) {
+// Relay's newshape codes: a positive size, 0 = copy the input's dimension at this position
+// (a literal 0 when allowzero), -1 = infer from the element count.
+Shape ReshapeTarget(const TensorType& in, const IntList& newshape, bool allowzero) {
   Shape out;
   int infer_at = -1;
   for (size_t i = 0; i < newshape.size(); ++i) {
     int64_t v = newshape[i];
     if (v > 0) {
       out.push_back(v);
+    } else if (v == 0 && allowzero) {
+      out.push_back(0);
     } else if (v == 0) {
       if (static_cast<int>(i) >= in.rank()) {
         Fail("reshape", "newshape code 0 at position {} copies a dimension that {} does not have",
@@ -74,9 +78,11 @@ Shape ReshapeTarget(const TensorType& in, const IntList& newshape) {
 
 void AddReshape(OpList& ops) {
   auto def = NewInjective("reshape");
-  def->attrs = {{"newshape", AttrKind::kIntList, NoneAttr{}}};
+  def->attrs = {{"newshape", AttrKind::kIntList, NoneAttr{}},
+                {"allowzero", AttrKind::kBool, false}};
   def->infer = [](std::span<const TensorType> in, const Attrs& attrs) {
-    return TensorType{in[0].dtype, ReshapeTarget(in[0], attrs.GetIntList("newshape"))};
+    return TensorType{in[0].dtype, ReshapeTarget(in[0], attrs.GetIntList("newshape"),
+                                                 attrs.GetBool("allowzero"))};
   };
   def->access = [](std::span<const TensorType> in, const TensorType& out, const Attrs&) {
     // Row-major flat position of the output coordinate, unravelled in the input's shape.
@@ -301,8 +307,8 @@ void AddStridedSlice(OpList& ops) {
   def->attrs = {{"begin", AttrKind::kIntList, NoneAttr{}},
                 {"end", AttrKind::kIntList, NoneAttr{}},
                 {"strides", AttrKind::kOptionalIntList, NoneAttr{}},
-                {"axes", AttrKind::kOptionalIntList, NoneAttr{}},
-                {"slice_mode", AttrKind::kString, std::string("end")}};
+                {"slice_mode", AttrKind::kString, std::string("end")},
+                {"axes", AttrKind::kOptionalIntList, NoneAttr{}}};
   def->infer = [](std::span<const TensorType> in, const Attrs& attrs) {
     TensorType out{in[0].dtype, {}};
     for (const AxisSlice& s : SliceAxes(in[0], attrs)) out.shape.push_back(s.extent);

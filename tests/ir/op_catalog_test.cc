@@ -212,6 +212,12 @@ TEST(TypeInference, Injective) {
   EXPECT_EQ(Infer("reshape", {F32({2, 3, 4})}, newshape({6, -1})), F32({6, 4}));
   EXPECT_EQ(Infer("reshape", {F32({2, 3, 4})}, newshape({0, -1})), F32({2, 12}));
   EXPECT_EQ(Infer("reshape", {F32({2, 3, 4})}, newshape({0, 0, 2, 2})), F32({2, 3, 2, 2}));
+  EXPECT_EQ(
+      Infer("reshape", {F32({0, 3})}, Attrs({{"newshape", IntList{0, 5}}, {"allowzero", true}})),
+      F32({0, 5}));
+  EXPECT_EQ(InferError("reshape", {F32({2, 3})}, newshape({0, 0, 0})),
+            "reshape: newshape code 0 at position 2 copies a dimension that Tensor[(2, 3), "
+            "float32] does not have");
   EXPECT_EQ(InferError("reshape", {F32({2, 3})}, newshape({4, 2})),
             "reshape: cannot reshape Tensor[(2, 3), float32] (6 elements) to (4, 2) (8 elements)");
   EXPECT_EQ(InferError("reshape", {F32({2, 3})}, newshape({-1, -1})),
