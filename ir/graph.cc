@@ -150,6 +150,12 @@ ValueId GraphBuilder::AddParam(const std::string& name, const TensorType& type) 
   return id;
 }
 
+ValueId GraphBuilder::AddParamWithData(const std::string& name, Tensor data) {
+  ValueId id = AddParam(name, data.type());
+  graph_.values_[id].data = std::make_shared<const Tensor>(std::move(data));
+  return id;
+}
+
 ValueId GraphBuilder::AddConst(Tensor value, const std::string& name) {
   CheckValueCount(graph_.values_.size(), limits_);
   CheckType(value.type(), name.empty() ? std::string("a constant") : "constant %" + name);

@@ -67,6 +67,9 @@ class GraphBuilder {
   explicit GraphBuilder(Limits limits = {}) : limits_(limits) {}
 
   ValueId AddParam(const std::string& name, const TensorType& type);
+  // A parameter that carries a value (an ONNX initialiser, a weight): the interpreter uses the
+  // value unless the caller passes one (see interpreter.h).
+  ValueId AddParamWithData(const std::string& name, Tensor data);
   ValueId AddConst(Tensor value, const std::string& name = "");
   // Checks arity, attributes and infers the type; throws UserError naming the problem.
   // `name` empty: the next free number.

@@ -91,17 +91,30 @@ TEST(Interpreter, ChecksInputs) {
 }
 
 TEST(Interpreter, ParamsWithDataAndRandomInputs) {
-  // A parameter that carries data (an ONNX initialiser) is set through the graph's own value;
-  // build one by hand the way an importer would: AddParam, then attach data via a constant-free
-  // graph is not possible from the builder, so use a constant for the weight and a plain param.
-  GraphBuilder b;
-  ValueId x = b.AddParam("x", F32({1, 2}));
-  ValueId w = b.AddConst(T({3, 2}, {1, 0, 0, 1, 1, 1}), "w");
-  b.SetOutputs({b.AddNode("nn.dense", {x, w}, {})}, false);
-  Graph g = std::move(b).Build();
-  std::vector<Tensor> in = {T({1, 2}, {2, 5})};
-  EXPECT_EQ(Values(Interpret(g, in)[0]), (V{2, 5, 7}));
-  EXPECT_EQ(g.RefName(w), "%w");
+  // dense(x, w) + b where w carries data (a weight) and b does not.
+  GraphBuilder builder;
+  ValueId x = builder.AddParam("x", F32({1, 2}));
+  ValueId w = builder.AddParamWithData("w", T({3, 2}, {1, 0, 0, 1, 1, 1}));
+  ValueId bias = builder.AddParam("b", F32({3}));
+  ValueId d = builder.AddNode("nn.dense", {x, w}, {});
+  builder.SetOutputs({builder.AddNode("add", {d, bias}, {})}, false);
+  Graph g = std::move(builder).Build();
+  Tensor xin = T({1, 2}, {2, 5}), bin = T({3}, {0, 0, 100});
+  // Only the parameters without data, in order.
+  std::vector<Tensor> short_form = {xin, bin};
+  EXPECT_EQ(Values(Interpret(g, short_form)[0]), (V{2, 5, 107}));
+  // One per parameter, an empty tensor standing for "use the data".
+  std::vector<Tensor> full_form = {xin, Tensor(), bin};
+  EXPECT_EQ(Values(Interpret(g, full_form)[0]), (V{2, 5, 107}));
+  // Or an override of the data.
+  std::vector<Tensor> override_form = {xin, T({3, 2}, {0, 0, 0, 0, 1, 0}), bin};
+  EXPECT_EQ(Values(Interpret(g, override_form)[0]), (V{0, 0, 102}));
+  // An empty tensor for a parameter without data is an error.
+  std::vector<Tensor> missing = {Tensor(), Tensor(), bin};
+  EXPECT_THROW(Interpret(g, missing), UserError);
+  std::vector<Tensor> random = RandomInputs(g, 1);
+  ASSERT_EQ(random.size(), 3u);
+  EXPECT_EQ(Values(random[1]), (V{1, 0, 0, 1, 1, 1}));
 
   Graph seed = SmallSeed();
   std::vector<Tensor> r1 = RandomInputs(seed, 7), r2 = RandomInputs(seed, 7),
