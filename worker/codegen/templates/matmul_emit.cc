@@ -48,6 +48,9 @@ class Emitter {
         ptr_(llvm::PointerType::get(ctx_, 0)),
         vec_(llvm::FixedVectorType::get(f32_, kLanes)) {
     k_blocks_ = t_.KBlocks(l_);
+    // A computed A is packed as [mc][kc]; A in memory is read where it lies.
+    a_ms_ = d_.a.compute ? t_.kc : d_.a.row_stride;
+    a_ks_ = d_.a.compute ? 1 : d_.a.k_stride;
     FT_CHECK(k_blocks_ == 1 || d_.acc_buffer >= 0,
              "matmul: k blocks need a float32 output for partial sums");
   }
@@ -79,6 +82,7 @@ class Emitter {
   llvm::PointerType* ptr_;
   llvm::FixedVectorType* vec_;
   int64_t k_blocks_ = 1;
+  int64_t a_ms_ = 0, a_ks_ = 0;
 };
 
 Function* Emitter::NewFunction(const std::string& name, Type* result, std::vector<Type*> params,
@@ -187,7 +191,7 @@ Function* Emitter::EmitTile(const TileShape& s) {
   // The k loop: `steps` k per iteration, accumulators carried in phis (never through memory).
   Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::fma, {vec_});
   const int64_t nr = t_.nr;
-  const int64_t a_ms = d_.a.row_stride, a_ks = d_.a.k_stride;
+  const int64_t a_ms = a_ms_, a_ks = a_ks_;
   auto emit_k_loop = [&](Value* start, Value* end, int steps, std::vector<Value*> acc_in,
                          const std::string& nm) {
     BasicBlock* pre = b.GetInsertBlock();
@@ -286,12 +290,14 @@ Function* Emitter::EmitTile(const TileShape& s) {
 Function* Emitter::EmitTask() {
   Function* f = NewFunction(d_.name + ".task", Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, true);
   Value *buffers = f->getArg(0), *begin = f->getArg(1), *end = f->getArg(2);
+  f->addParamAttr(0, llvm::Attribute::NoAlias);  // nothing writes the buffer array during a call
   MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
 
   const int64_t mr = t_.mr, nr = t_.nr, mc = t_.mc, nc = t_.nc, kc = t_.kc;
   const int64_t m_blocks = t_.MBlocks(l_), n_blocks = t_.NBlocks(l_);
   const int64_t panels = (nc + nr - 1) / nr;
-  const int64_t scratch_bytes = panels * nr * kc * 4;
+  const int64_t b_bytes = (panels * nr * kc * 4 + 63) / 64 * 64;
+  const int64_t scratch_bytes = b_bytes + (d_.a.compute ? mc * kc * 4 : 0);
 
   auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
   auto* pack_type = llvm::FunctionType::get(Type::getVoidTy(ctx_),
@@ -300,10 +306,16 @@ Function* Emitter::EmitTask() {
       scratch_type, RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_scratch), scratch_type, b),
       {I64(scratch_bytes)}, "scratch");
   Value* pack_fn = RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_pack_b), pack_type, b);
-  Value* a_base = b.CreateAlignedLoad(
-      ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, d_.a.buffer), llvm::Align(8));
-  Value* b_base = b.CreateAlignedLoad(
-      ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, d_.b.buffer), llvm::Align(8));
+  Value* a_packed = d_.a.compute
+                        ? b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, b_bytes, "a_packed")
+                        : nullptr;
+  auto base_of = [&](const MatmulOperand& op) -> Value* {
+    if (op.compute) return llvm::Constant::getNullValue(ptr_);
+    return b.CreateAlignedLoad(ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, op.buffer),
+                               llvm::Align(8));
+  };
+  Value* a_base = base_of(d_.a);
+  Value* b_base = base_of(d_.b);
   // Which (b, n block) the scratch holds; -1: none yet.
   Value* packed = b.CreateAlloca(i64_, nullptr, "packed");
   b.CreateStore(I64(-1), packed);
@@ -350,16 +362,48 @@ Function* Emitter::EmitTask() {
       BasicBlock* compute = BasicBlock::Create(ctx_, "compute", f);
       b.CreateCondBr(need_pack, pack_block, compute);
       b.SetInsertPoint(pack_block);
-      Value* b_src = b.CreateInBoundsGEP(
-          f32_, b_batch,
-          b.CreateAdd(b.CreateMul(nb0, I64(d_.b.row_stride)), b.CreateMul(k0, I64(d_.b.k_stride))));
-      b.CreateCall(
-          pack_type, pack_fn,
-          {b_src, I64(d_.b.row_stride), I64(d_.b.k_stride), n_count, k_count, I64(nr), scratch});
+      if (d_.b.compute) {
+        // Prologue on B: evaluate each element into the packed layout; columns past N are zero.
+        Value* n_padded =
+            b.CreateMul(b.CreateSDiv(b.CreateAdd(n_count, I64(nr - 1)), I64(nr)), I64(nr));
+        EmitLoop(b, I64(0), n_padded, 1, "pack_n", [&](MatmulBuilder& b, Value* j) {
+          Value* n = b.CreateAdd(nb0, j);
+          Value* valid = b.CreateICmpSLT(n, I64(l_.n));
+          Value* n_read = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, n, I64(l_.n - 1));
+          Value* panel_offset =
+              b.CreateMul(b.CreateSDiv(j, I64(nr)), b.CreateMul(k_count, I64(nr)));
+          Value* col = b.CreateInBoundsGEP(f32_, scratch,
+                                           b.CreateAdd(panel_offset, b.CreateSRem(j, I64(nr))));
+          EmitLoop(b, I64(0), k_count, 1, "pack_k", [&](MatmulBuilder& b, Value* kk) {
+            Value* v = d_.b.compute(b, buffers, bi, n_read, b.CreateAdd(k0, kk));
+            v = b.CreateSelect(valid, v, llvm::ConstantFP::get(f32_, 0.0));
+            b.CreateAlignedStore(v, b.CreateInBoundsGEP(f32_, col, b.CreateMul(kk, I64(nr))),
+                                 llvm::Align(4));
+          });
+        });
+      } else {
+        Value* b_src = b.CreateInBoundsGEP(f32_, b_batch,
+                                           b.CreateAdd(b.CreateMul(nb0, I64(d_.b.row_stride)),
+                                                       b.CreateMul(k0, I64(d_.b.k_stride))));
+        b.CreateCall(
+            pack_type, pack_fn,
+            {b_src, I64(d_.b.row_stride), I64(d_.b.k_stride), n_count, k_count, I64(nr), scratch});
+      }
       b.CreateStore(q, packed);
       b.CreateBr(compute);
       b.SetInsertPoint(compute);
 
+      if (d_.a.compute) {
+        // Prologue on A: evaluate this task's rows for this k block into [mc][kc].
+        EmitLoop(b, m0, m_end, 1, "pack_m", [&](MatmulBuilder& b, Value* m) {
+          Value* dst =
+              b.CreateInBoundsGEP(f32_, a_packed, b.CreateMul(b.CreateSub(m, m0), I64(kc)));
+          EmitLoop(b, I64(0), k_count, 1, "pack_ak", [&](MatmulBuilder& b, Value* kk) {
+            Value* v = d_.a.compute(b, buffers, bi, m, b.CreateAdd(k0, kk));
+            b.CreateAlignedStore(v, b.CreateInBoundsGEP(f32_, dst, kk), llvm::Align(4));
+          });
+        });
+      }
       Value* first = b.CreateICmpEQ(kb, I64(0));
       Value* last = b.CreateICmpEQ(kb, I64(k_blocks_ - 1));
       Value* a_k = b.CreateInBoundsGEP(f32_, a_batch, b.CreateMul(k0, I64(d_.a.k_stride)));
@@ -368,7 +412,10 @@ Function* Emitter::EmitTask() {
         Value* n_full = b.CreateICmpSLE(b.CreateAdd(n, I64(nr)), I64(l_.n));
         Value* fn = b.CreateSelect(m_full, b.CreateSelect(n_full, tile_ff, tile_fn),
                                    b.CreateSelect(n_full, tile_mf, tile_mn));
-        Value* a_ptr = b.CreateInBoundsGEP(f32_, a_k, b.CreateMul(m, I64(d_.a.row_stride)));
+        Value* a_ptr =
+            d_.a.compute
+                ? b.CreateInBoundsGEP(f32_, a_packed, b.CreateMul(b.CreateSub(m, m0), I64(kc)))
+                : b.CreateInBoundsGEP(f32_, a_k, b.CreateMul(m, I64(d_.a.row_stride)));
         Value* panel = b.CreateSDiv(b.CreateSub(n, nb0), I64(nr));
         Value* bp =
             b.CreateInBoundsGEP(f32_, scratch, b.CreateMul(panel, b.CreateMul(k_count, I64(nr))));

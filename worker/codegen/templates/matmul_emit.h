@@ -14,6 +14,7 @@
 //     acc = first ? 0 : partial sums      rows x vectors <16 x float> accumulators in registers
 //     k loop (ku steps per iteration)     broadcast A(m, k), load packed B row, FMA
 //     last ? epilogue(row by row) : store partial sums
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,13 +36,20 @@ namespace fusetune::codegen {
 
 using MatmulBuilder = llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderDefaultInserter>;
 
+// Element (b, i, k) of a computed operand as a float: i = m for A, n for B; coordinates are i64.
+using OperandFn = std::function<llvm::Value*(MatmulBuilder& builder, llvm::Value* buffers,
+                                             llvm::Value* b, llvm::Value* i, llvm::Value* k)>;
+
 // Where an operand lives: buffers[buffer] + b * batch_stride + i * row_stride + k * k_stride
 // floats, i = m for A and n for B. A batch stride of 0 broadcasts one matrix over the batch.
+// With `compute` set (a prologue fused into the kernel) the operand is evaluated element by
+// element while it is packed, once per task and k block, and never stored outside the scratch.
 struct MatmulOperand {
   int buffer = -1;
   int64_t batch_stride = 0;
   int64_t row_stride = 0;
   int64_t k_stride = 0;
+  OperandFn compute;
 };
 
 // The operand strides of a dense row-major layout; `batch_broadcast` when that operand has a

@@ -1,0 +1,268 @@
+#include "worker/codegen/templates/matmul.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/group_expr.h"
+#include "ir/matmul_schedule.h"
+#include "worker/codegen/scalar_lowering.h"
+#include "worker/codegen/templates/matmul_emit.h"
+#include "worker/codegen/templates/matmul_leaves.h"
+
+namespace fusetune::codegen {
+namespace {
+
+using llvm::Value;
+
+constexpr int kLanes = 16;
+
+// Buffer numbers of the kernel ABI: group inputs, then outputs.
+class BufferMap {
+ public:
+  explicit BufferMap(const FusedGroup& g) {
+    int i = 0;
+    for (ValueId v : g.inputs) index_[v] = i++;
+    for (ValueId v : g.outputs) index_[v] = i++;
+  }
+  int Of(ValueId v) const {
+    auto it = index_.find(v);
+    FT_CHECK(it != index_.end(), fmt::format("value {} has no kernel buffer", v));
+    return it->second;
+  }
+  bool Has(ValueId v) const { return index_.count(v) != 0; }
+
+ private:
+  std::map<ValueId, int> index_;
+};
+
+Value* BufferBase(MatmulBuilder& b, Value* buffers, int index) {
+  auto* ptr = llvm::PointerType::get(b.getContext(), 0);
+  return b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, index),
+                             llvm::Align(8));
+}
+
+// Splits a flat index into coordinates over `dims` (row-major), scalar i64.
+std::vector<Value*> Unflatten(MatmulBuilder& b, Value* flat, std::span<const int64_t> dims) {
+  std::vector<Value*> coords(dims.size());
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    if (d == 0) {
+      coords[d] = flat;
+    } else {
+      coords[d] = b.CreateURem(flat, b.getInt64(dims[d]));
+      flat = b.CreateUDiv(flat, b.getInt64(dims[d]));
+    }
+  }
+  return coords;
+}
+
+// Loads every leaf of an inlined prologue expression at scalar coordinates and evaluates it.
+class PrologueOperand {
+ public:
+  PrologueOperand(const Graph& graph, const FusedGroup& group, const BufferMap& buffers,
+                  const MatmulLayout& layout, ValueId value, bool is_a)
+      : graph_(graph), buffers_(buffers), layout_(layout), value_(value), is_a_(is_a) {
+    InlineOptions options;
+    options.stop_at_anchor = false;
+    expr_ =
+        InlineValue(graph, group, value, IdentityCoords(graph.value(value).type.rank()), options);
+  }
+
+  Value* operator()(MatmulBuilder& b, Value* buffers, Value* bi, Value* i, Value* k) const {
+    std::vector<Value*> coords = Coords(b, bi, i, k);
+    std::vector<Value*> args;
+    for (const ExprLeaf& leaf : expr_.leaves) {
+      Value* base = leaf.kind == ExprLeaf::Kind::kInput
+                        ? BufferBase(b, buffers, buffers_.Of(leaf.value))
+                        : nullptr;
+      const Shape& shape =
+          leaf.kind == ExprLeaf::Kind::kInput ? graph_.value(leaf.value).type.shape : Shape{};
+      args.push_back(LoadLeafScalar(b, base, leaf, shape, coords));
+    }
+    return ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32);
+  }
+
+ private:
+  // (b, i, k) -> coordinates of the operand's own shape.
+  std::vector<Value*> Coords(MatmulBuilder& b, Value* bi, Value* i, Value* k) const {
+    const Shape& shape = graph_.value(value_).type.shape;
+    std::vector<Value*> coords;
+    if (layout_.batched) coords.push_back(bi);
+    bool transposed = is_a_ ? layout_.transpose_a : !layout_.transpose_b;  // B is read as [n][k]
+    if (transposed) {
+      coords.push_back(k);
+      coords.push_back(i);
+    } else {
+      // dense flattens the data's leading dims into m
+      std::span<const int64_t> rows(shape.data() + coords.size(), shape.size() - coords.size() - 1);
+      for (Value* c : Unflatten(b, i, rows)) coords.push_back(c);
+      coords.push_back(k);
+    }
+    FT_CHECK(coords.size() == shape.size(), "matmul operand coordinates do not match its rank");
+    return coords;
+  }
+
+  const Graph& graph_;
+  const BufferMap& buffers_;
+  MatmulLayout layout_;
+  ValueId value_;
+  bool is_a_;
+  InlinedExpr expr_;
+};
+
+// One group output computed from the tile.
+struct OutputPlan {
+  ValueId value;
+  int buffer;
+  DType dtype;
+  bool is_anchor;
+  InlinedExpr expr;  // unused when is_anchor
+};
+
+class GroupEpilogue : public TileEpilogue {
+ public:
+  GroupEpilogue(const Graph& graph, const BufferMap& buffers, Shape out_shape,
+                std::vector<OutputPlan> outputs)
+      : graph_(graph),
+        buffers_(buffers),
+        out_shape_(std::move(out_shape)),
+        outputs_(std::move(outputs)) {}
+
+  void EmitRow(MatmulBuilder& b, const TileRow& row) override {
+    const int rank = static_cast<int>(out_shape_.size());
+    const int64_t n = out_shape_.back();
+    std::vector<Value*> coords =
+        Unflatten(b, row.row, std::span<const int64_t>(out_shape_.data(), rank - 1));
+    coords.push_back(nullptr);  // the last axis runs along the lanes
+    Value* row_offset = b.CreateMul(row.row, b.getInt64(n));
+    for (size_t j = 0; j < row.acc.size(); ++j) {
+      Value* n_start = b.CreateAdd(row.n0, b.getInt64(j * kLanes));
+      Value* mask = j + 1 == row.acc.size() ? row.last_mask : nullptr;
+      // Compute every output of this vector before storing any, so the input loads of one
+      // output are not ordered after another output's store.
+      std::vector<Value*> results;
+      for (const OutputPlan& out : outputs_) {
+        if (out.is_anchor) {
+          results.push_back(row.acc[j]);
+          continue;
+        }
+        std::vector<Value*> args;
+        for (const ExprLeaf& leaf : out.expr.leaves) {
+          if (leaf.kind == ExprLeaf::Kind::kAnchor) {
+            args.push_back(row.acc[j]);
+            continue;
+          }
+          Value* base = leaf.kind == ExprLeaf::Kind::kInput
+                            ? BufferBase(b, row.buffers, buffers_.Of(leaf.value))
+                            : nullptr;
+          const Shape& shape =
+              leaf.kind == ExprLeaf::Kind::kInput ? graph_.value(leaf.value).type.shape : Shape{};
+          args.push_back(LoadLeafRow(b, base, leaf, shape, coords, n_start, mask));
+        }
+        results.push_back(Splat(b, LowerScalarExpr(b, out.expr.expr, args), kLanes));
+      }
+      for (size_t o = 0; o < outputs_.size(); ++o) {
+        const OutputPlan& out = outputs_[o];
+        llvm::Type* mem = MemoryType(b.getContext(), out.dtype);
+        Value* v = ToMemory(b, results[o], out.dtype);
+        Value* p = b.CreateInBoundsGEP(mem, BufferBase(b, row.buffers, out.buffer),
+                                       b.CreateAdd(row_offset, n_start));
+        llvm::Align align(mem->getScalarSizeInBits() / 8);
+        if (mask) {
+          b.CreateMaskedStore(v, p, align, mask);
+        } else {
+          b.CreateAlignedStore(v, p, align);
+        }
+      }
+    }
+  }
+
+ private:
+  const Graph& graph_;
+  const BufferMap& buffers_;
+  Shape out_shape_;
+  std::vector<OutputPlan> outputs_;
+};
+
+bool IsIdentityIndex(const std::vector<IndexExpr>& index) {
+  for (size_t d = 0; d < index.size(); ++d)
+    if (index[d]->op != IndexOp::kVar || index[d]->var != static_cast<int>(d)) return false;
+  return true;
+}
+
+}  // namespace
+
+MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group) {
+  FT_CHECK(group.templ == GroupTemplate::kMatmul && group.anchor >= 0, "not a matmul group");
+  const fusetune::Value& anchor = graph.value(group.anchor);
+  std::vector<TensorType> in_types;
+  for (ValueId v : anchor.inputs) in_types.push_back(graph.value(v).type);
+  return anchor.op->matmul(in_types, anchor.attrs);
+}
+
+llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const FusedGroup& group,
+                                 const Schedule& schedule, const TargetInfo& target,
+                                 const std::string& symbol, int threads) {
+  const fusetune::Value& anchor = graph.value(group.anchor);
+  const MatmulLayout layout = GroupMatmulLayout(graph, group);
+  for (ValueId v : {anchor.inputs[0], anchor.inputs[1], group.anchor}) {
+    if (graph.value(v).type.dtype != DType::kFloat32)
+      throw UserError(
+          fmt::format("matmul template: {} of {} is {}; only float32 products are generated",
+                      graph.RefName(v), anchor.op->name, DTypeName(graph.value(v).type.dtype)));
+  }
+  BufferMap buffers(group);
+  const Shape& out_shape = anchor.type.shape;
+
+  MatmulKernelDesc desc;
+  desc.name = symbol;
+  desc.layout = layout;
+  desc.tiling = ResolveMatmulTiling(layout, schedule, threads);
+  auto operand = [&](ValueId v, bool is_a) {
+    MatmulOperand op = is_a ? OperandA(layout, -1, false) : OperandB(layout, -1, false);
+    if (std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end()) {
+      op.buffer = buffers.Of(v);
+    } else {
+      auto prologue = std::make_shared<PrologueOperand>(graph, group, buffers, layout, v, is_a);
+      op.compute = [prologue](MatmulBuilder& b, Value* bufs, Value* bi, Value* i, Value* k) {
+        return (*prologue)(b, bufs, bi, i, k);
+      };
+    }
+    return op;
+  };
+  desc.a = operand(anchor.inputs[0], true);
+  desc.b = operand(anchor.inputs[1], false);
+
+  std::vector<OutputPlan> outputs;
+  for (ValueId v : group.outputs) {
+    const TensorType& type = graph.value(v).type;
+    FT_CHECK(
+        type.shape == out_shape,
+        fmt::format("matmul group output {} does not have the anchor's shape", graph.RefName(v)));
+    OutputPlan plan{v, buffers.Of(v), type.dtype, v == group.anchor, {}};
+    if (!plan.is_anchor) {
+      plan.expr = InlineValue(graph, group, v, IdentityCoords(type.rank()));
+      for (const ExprLeaf& leaf : plan.expr.leaves) {
+        FT_CHECK(leaf.kind != ExprLeaf::Kind::kAnchor || IsIdentityIndex(leaf.index),
+                 "an epilogue reads the anchor away from its own position");
+      }
+    }
+    // Partial sums between k blocks go through the first float32 output.
+    if (desc.acc_buffer < 0 && type.dtype == DType::kFloat32) desc.acc_buffer = plan.buffer;
+    outputs.push_back(std::move(plan));
+  }
+  if (desc.acc_buffer < 0) desc.tiling.kc = layout.k;  // nowhere to keep partial sums: one k block
+
+  GroupEpilogue epilogue(graph, buffers, out_shape, std::move(outputs));
+  return EmitMatmulFunction(module, desc, epilogue, target);
+}
+
+}  // namespace fusetune::codegen
