@@ -1,0 +1,87 @@
+#include "worker/codegen/compile.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <llvm/IR/Module.h>
+
+#include "ir/error.h"
+#include "worker/codegen/lower_llvm.h"
+#include "worker/codegen/runtime/thread_pool.h"
+#include "worker/codegen/templates/templates.h"
+
+#if __has_include("worker/codegen/templates/matmul.h")
+#include "worker/codegen/templates/matmul.h"
+#define FUSETUNE_HAS_MATMUL_TEMPLATE 1
+#else
+#define FUSETUNE_HAS_MATMUL_TEMPLATE 0
+#endif
+
+namespace fusetune::codegen {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+bool HasMatmulTemplate() { return FUSETUNE_HAS_MATMUL_TEMPLATE; }
+
+Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
+                        const TargetInfo& target, const std::string& name) {
+  switch (group.templ) {
+    case GroupTemplate::kElementwise:
+      return BuildElementwiseKernel(graph, group, ReadKnobs(schedule, target), name);
+    case GroupTemplate::kReduce:
+      return BuildReduceKernel(graph, group, ReadKnobs(schedule, target), name);
+    case GroupTemplate::kComposite:
+      return BuildCompositeKernel(graph, group, ReadKnobs(schedule, target), name);
+    case GroupTemplate::kMatmul: {
+      Schedule loop_nest;  // the fallback understands only the generic knobs
+      for (const auto& [key, value] : schedule.knobs)
+        if (key == "parallel") loop_nest.Set(key, value);
+      return BuildLoopNestMatmulKernel(graph, group, ReadKnobs(loop_nest, target), name);
+    }
+  }
+  throw UserError("unknown group template");
+}
+
+std::unique_ptr<JitModule> EmitGroupModule(const Graph& graph, const FusedGroup& group,
+                                           const Schedule& schedule, Jit& jit,
+                                           const std::string& symbol,
+                                           const CompileOptions& options) {
+  auto module = jit.NewModule(symbol);
+#if FUSETUNE_HAS_MATMUL_TEMPLATE
+  if (group.templ == GroupTemplate::kMatmul) {
+    int threads = options.threads > 0 ? options.threads : runtime::NumThreads();
+    EmitMatmulKernel(module->module(), graph, group, schedule, jit.target(), symbol, threads);
+    jit.Verify(*module);
+    return module;
+  }
+#endif
+  Kernel kernel = BuildGroupKernel(graph, group, schedule, jit.target(), symbol);
+  LowerKernel(kernel, jit, *module, symbol);
+  return module;
+}
+
+std::unique_ptr<CompiledKernel> CompileGroup(const Graph& graph, const FusedGroup& group,
+                                             const Schedule& schedule, Jit& jit,
+                                             const CompileOptions& options) {
+  CompileTimes times;
+  auto start = std::chrono::steady_clock::now();
+  std::string symbol = jit.UniqueName("fusetune_kernel");
+  std::unique_ptr<JitModule> module = EmitGroupModule(graph, group, schedule, jit, symbol, options);
+  times.lower_ms = MsSince(start);
+  start = std::chrono::steady_clock::now();
+  jit.Optimize(*module, options.opt_level);
+  times.optimize_ms = MsSince(start);
+  start = std::chrono::steady_clock::now();
+  std::unique_ptr<JitCode> code = jit.Load(std::move(module));
+  auto fn = reinterpret_cast<KernelFn>(code->Lookup(symbol));  // compiles (ORC is lazy)
+  times.codegen_ms = MsSince(start);
+  return std::make_unique<CompiledKernel>(std::move(code), fn, symbol, times);
+}
+
+}  // namespace fusetune::codegen

@@ -1,0 +1,45 @@
+#pragma once
+// The kernel-IR templates for non-matmul groups (ir/fusion.h GroupTemplate), each building one
+// Kernel whose parameters follow kernel_abi.h. Schedule knobs (all optional):
+//
+//   vector    lanes of the vectorized innermost loop (16 = 512-bit on AVX-512; 8, 4; 1 = scalar)
+//   parallel  1: the outer loop runs on the thread pool; 0: serial
+//
+// kElementwise  iterate the sink's output; adjacent axes that every read sees as one contiguous
+//               range are collapsed into one loop, the innermost is vectorized (masked tail),
+//               the outer ones flattened into one parallel loop.
+// kReduce       sum/max/min/mean. Last input axis reduced: per output element, a vector
+//               accumulator along that axis, horizontal combine, epilogue, scalar store. Last axis
+//               kept: a row of accumulators vectorized along it, reduced axes looped outside.
+// kComposite    nn.softmax / nn.layer_norm as whole-row kernels: the prologue is evaluated once
+//               per element into a row cache, then max/sum (mean/variance) passes, then the
+//               normalised row goes through the epilogue to the outputs.
+// kMatmul       a plain loop nest (correct, not fast) used only when the matmul template is absent.
+#include <string>
+
+#include "ir/fusion.h"
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "worker/codegen/kernel_ir.h"
+#include "worker/codegen/target.h"
+
+namespace fusetune::codegen {
+
+struct TemplateKnobs {
+  int vector = 16;
+  bool parallel = true;
+};
+
+// Reads the knobs a template understands; throws UserError on an unknown key or a bad value.
+TemplateKnobs ReadKnobs(const Schedule& schedule, const TargetInfo& target);
+
+Kernel BuildElementwiseKernel(const Graph& graph, const FusedGroup& group,
+                              const TemplateKnobs& knobs, const std::string& name);
+Kernel BuildReduceKernel(const Graph& graph, const FusedGroup& group, const TemplateKnobs& knobs,
+                         const std::string& name);
+Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const TemplateKnobs& knobs,
+                            const std::string& name);
+Kernel BuildLoopNestMatmulKernel(const Graph& graph, const FusedGroup& group,
+                                 const TemplateKnobs& knobs, const std::string& name);
+
+}  // namespace fusetune::codegen
