@@ -9,6 +9,7 @@ namespace fusetune::cli {
 void RegisterCheckCommand(CLI::App& app);
 void RegisterTuneCommand(CLI::App& app);
 void RegisterQueryCommand(CLI::App& app);
+void RegisterCacheCommand(CLI::App& app);
 void RegisterSandboxChildCommand(CLI::App& app);
 
 void SetExitCode(int code);

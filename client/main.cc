@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   cli::RegisterCheckCommand(app);
   cli::RegisterTuneCommand(app);
   cli::RegisterQueryCommand(app);
+  cli::RegisterCacheCommand(app);
   cli::RegisterSandboxChildCommand(app);
   try {
     app.parse(argc, argv);
