@@ -54,15 +54,6 @@ int64_t Graph::num_nodes() const {
                        [](const Value& v) { return v.kind == ValueKind::kNode; });
 }
 
-std::vector<ValueId> Graph::Users(ValueId id) const {
-  std::vector<ValueId> users;
-  for (ValueId v = id + 1; v < static_cast<ValueId>(values_.size()); ++v) {
-    const auto& in = values_[v].inputs;
-    if (std::find(in.begin(), in.end(), id) != in.end()) users.push_back(v);
-  }
-  return users;
-}
-
 std::string Graph::RefName(ValueId id) const {
   const Value& v = values_.at(id);
   if (v.kind != ValueKind::kConst || !v.name.empty()) return "%" + v.name;
@@ -256,6 +247,13 @@ void GraphBuilder::SetOutputs(std::vector<ValueId> outputs, bool tuple) {
 
 Graph GraphBuilder::Build() && {
   if (graph_.outputs_.empty()) throw UserError("the graph has no outputs");
+  auto& users = graph_.users_;
+  users.assign(graph_.values_.size(), {});
+  for (ValueId v = 0; v < static_cast<ValueId>(graph_.values_.size()); ++v) {
+    for (ValueId in : graph_.values_[v].inputs) {
+      if (users[in].empty() || users[in].back() != v) users[in].push_back(v);  // add(%x, %x): once
+    }
+  }
   return std::move(graph_);
 }
 

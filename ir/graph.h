@@ -46,8 +46,8 @@ class Graph {
   const std::vector<ValueId>& outputs() const { return outputs_; }
   bool tuple_output() const { return tuple_output_; }
   int64_t num_nodes() const;
-  // Node ids that read `id`, in order.
-  std::vector<ValueId> Users(ValueId id) const;
+  // Node ids that read `id`, in order (each once).
+  const std::vector<ValueId>& Users(ValueId id) const { return users_.at(id); }
   // "%x", "%0", or a literal for a scalar constant.
   std::string RefName(ValueId id) const;
   std::optional<ValueId> FindByName(const std::string& name) const;  // without '%'
@@ -60,6 +60,7 @@ class Graph {
   std::vector<ValueId> params_;
   std::vector<ValueId> outputs_;
   bool tuple_output_ = false;
+  std::vector<std::vector<ValueId>> users_;  // per value, filled by GraphBuilder::Build
 };
 
 class GraphBuilder {

@@ -44,6 +44,8 @@ TEST(Graph, BuildsTheSeedWithNumberedNames) {
   EXPECT_EQ(g.value(3).op->name, "nn.batch_matmul");
   EXPECT_TRUE(g.value(3).attrs.GetBool("transpose_b"));
   EXPECT_EQ(g.Users(3), (std::vector<ValueId>{4, 5}));
+  EXPECT_EQ(g.Users(2), (std::vector<ValueId>{5}));
+  EXPECT_TRUE(g.Users(5).empty());
   EXPECT_EQ(g.RefName(0), "%x");
   EXPECT_EQ(g.RefName(4), "%1");
   EXPECT_EQ(g.FindByName("1"), std::optional<ValueId>(4));
@@ -91,6 +93,10 @@ TEST(Graph, NamesSkipUsedNumbersAndForbidDuplicates) {
   Graph g = std::move(b).Build();
   EXPECT_EQ(g.value(d).name, "6");  // next number after the highest explicit one
   EXPECT_EQ(g.value(f).name, "7");
+  GraphBuilder twice;
+  ValueId t = twice.AddParam("t", F32({2}));
+  twice.SetOutputs({twice.AddNode("add", {t, t}, {})}, false);
+  EXPECT_EQ(std::move(twice).Build().Users(0), (std::vector<ValueId>{1}));
   EXPECT_TRUE(g.tuple_output());
 
   GraphBuilder dup;
