@@ -67,10 +67,9 @@ std::string Graph::RefName(ValueId id) const {
 }
 
 std::optional<ValueId> Graph::FindByName(const std::string& name) const {
-  if (name.empty()) return std::nullopt;
-  for (ValueId i = 0; i < static_cast<ValueId>(values_.size()); ++i)
-    if (values_[i].name == name) return i;
-  return std::nullopt;
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
 }
 
 bool Graph::operator==(const Graph& other) const {
@@ -118,10 +117,11 @@ void CheckValueCount(size_t count, const Limits& limits) {
 }
 }  // namespace
 
-static void ClaimName(std::vector<Value>& values, const std::string& name, int& next_number) {
-  for (const Value& v : values) {
-    if (!name.empty() && v.name == name) throw UserError(fmt::format("%{} is defined twice", name));
-  }
+// Records `name` for value `id`; numbered names move the counter for unnamed nodes past them.
+static void ClaimName(std::unordered_map<std::string, ValueId>& names, const std::string& name,
+                      ValueId id, int& next_number) {
+  if (name.empty()) return;
+  if (!names.emplace(name, id).second) throw UserError(fmt::format("%{} is defined twice", name));
   int64_t n = NumberOf(name);
   if (n >= next_number) next_number = static_cast<int>(n + 1);
 }
@@ -130,7 +130,7 @@ ValueId GraphBuilder::AddParam(const std::string& name, const TensorType& type) 
   if (name.empty()) throw UserError("a parameter needs a name");
   CheckValueCount(graph_.values_.size(), limits_);
   CheckType(type, "parameter %" + name);
-  ClaimName(graph_.values_, name, next_number_);
+  ClaimName(graph_.by_name_, name, static_cast<ValueId>(graph_.values_.size()), next_number_);
   Value v;
   v.kind = ValueKind::kParam;
   v.name = name;
@@ -150,7 +150,7 @@ ValueId GraphBuilder::AddParamWithData(const std::string& name, Tensor data) {
 ValueId GraphBuilder::AddConst(Tensor value, const std::string& name) {
   CheckValueCount(graph_.values_.size(), limits_);
   CheckType(value.type(), name.empty() ? std::string("a constant") : "constant %" + name);
-  ClaimName(graph_.values_, name, next_number_);
+  ClaimName(graph_.by_name_, name, static_cast<ValueId>(graph_.values_.size()), next_number_);
   Value v;
   v.kind = ValueKind::kConst;
   v.name = name;
@@ -202,16 +202,10 @@ ValueId GraphBuilder::AddNode(const std::string& op_name, std::vector<ValueId> i
   }
   std::string binding = name;
   if (binding.empty()) {
-    while (true) {
-      binding = std::to_string(next_number_);
-      bool used = std::any_of(graph_.values_.begin(), graph_.values_.end(),
-                              [&](const Value& v) { return v.name == binding; });
-      if (!used) break;
-      ++next_number_;
-    }
+    while (graph_.by_name_.count(binding = std::to_string(next_number_))) ++next_number_;
   }
   CheckType(out, fmt::format("%{} = {}(...)", binding, op->name));
-  ClaimName(graph_.values_, binding, next_number_);
+  ClaimName(graph_.by_name_, binding, static_cast<ValueId>(graph_.values_.size()), next_number_);
 
   Value v;
   v.kind = ValueKind::kNode;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/attrs.h"
@@ -61,6 +62,7 @@ class Graph {
   std::vector<ValueId> outputs_;
   bool tuple_output_ = false;
   std::vector<std::vector<ValueId>> users_;  // per value, filled by GraphBuilder::Build
+  std::unordered_map<std::string, ValueId> by_name_;  // every non-empty name
 };
 
 class GraphBuilder {
