@@ -242,6 +242,19 @@ TEST(Eval, SoftmaxAndLayerNorm) {
       {-1.5, -1.5, 0, 0});
 }
 
+TEST(Eval, ScalarsAndEmptyTensors) {
+  EXPECT_EQ(Values(Apply("add", {T({}, {2}), T({}, {3})})), (V{5}));
+  EXPECT_EQ(Values(Apply("multiply", {T({}, {2}), T({3}, {1, 2, 3})})), (V{2, 4, 6}));
+  Tensor empty = Apply("exp", {T({0, 3}, {})});
+  EXPECT_EQ(empty.shape(), (Shape{0, 3}));
+  EXPECT_EQ(Apply("sum", {T({0, 3}, {})}, Attrs({{"axis", IntList{0}}})).shape(), (Shape{3}));
+  EXPECT_EQ(Values(Apply("sum", {T({0, 3}, {})}, Attrs({{"axis", IntList{0}}}))), (V{0, 0, 0}));
+  // Reductions over no axes (axis=[]) copy; exclude=True with axis=[] reduces everything.
+  EXPECT_EQ(Values(Apply("sum", {T({2}, {1, 2})}, Attrs({{"axis", IntList{}}}))), (V{1, 2}));
+  EXPECT_EQ(Values(Apply("sum", {T({2}, {1, 2})}, Attrs({{"axis", IntList{}}, {"exclude", true}}))),
+            (V{3}));
+}
+
 TEST(Eval, RefusesUnsupportedDtypes) {
   Tensor h(TensorType{DType::kFloat16, {2}});
   const OpDef* exp = FindOp("exp");
