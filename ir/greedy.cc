@@ -51,7 +51,8 @@ struct GroupRec {
 
 class GreedyFuser {
  public:
-  explicit GreedyFuser(const Graph& g) : g_(g), n_(static_cast<int>(g.values().size())) {
+  GreedyFuser(const Graph& g, const std::function<bool(ValueId)>& never_fuse)
+      : g_(g), n_(static_cast<int>(g.values().size())), never_fuse_(never_fuse) {
     users_.resize(n_);
     for (int v = 0; v < n_; ++v)
       for (ValueId in : g.value(v).inputs) users_[in].push_back(v);
@@ -63,7 +64,8 @@ class GreedyFuser {
     groups_.resize(n_);
     for (int v = 0; v < n_; ++v) {
       if (!IsNode(v)) continue;
-      groups_[v].pattern = g_.value(v).op->pattern;
+      groups_[v].pattern =
+          never_fuse_ && never_fuse_(v) ? OpPattern::kOpaque : g_.value(v).op->pattern;
       // A merged group takes its anchor's pattern, so nothing fuses a second anchor into it.
       groups_[v].has_anchor = groups_[v].pattern == OpPattern::kOutEWiseFusable ||
                               groups_[v].pattern == OpPattern::kCommReduce;
@@ -77,7 +79,7 @@ class GreedyFuser {
 
   OpPattern EdgePattern(int from, int to) const {
     const Value& consumer = g_.value(to);
-    OpPattern p = consumer.op->pattern;
+    OpPattern p = never_fuse_ && never_fuse_(to) ? OpPattern::kOpaque : consumer.op->pattern;
     if (p == OpPattern::kBroadcast && consumer.type.shape == g_.value(from).type.shape)
       p = OpPattern::kElemWise;
     return p;
@@ -225,6 +227,7 @@ class GreedyFuser {
 
   const Graph& g_;
   const int n_;
+  const std::function<bool(ValueId)>& never_fuse_;
   std::vector<std::vector<int>> users_;
   std::unordered_set<int> is_output_;
   std::vector<DomNode> dom_;
@@ -233,6 +236,8 @@ class GreedyFuser {
 
 }  // namespace
 
-Plan GreedyPlan(const Graph& graph) { return GreedyFuser(graph).Run(); }
+Plan GreedyPlan(const Graph& graph, const std::function<bool(ValueId)>& never_fuse) {
+  return GreedyFuser(graph, never_fuse).Run();
+}
 
 }  // namespace fusetune

@@ -4,6 +4,7 @@
 // rules, see greedy.cc). Plans read and write as JSON: {"groups":[{"nodes":["%0","%1"],
 // "schedule":"tile_m=8,tile_n=32"}]}.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,7 +36,9 @@ struct Plan {
 };
 
 Plan UnfusedPlan(const Graph& graph);
-Plan GreedyPlan(const Graph& graph);
+// `never_fuse`, when given, pins nodes as Opaque for this call only: the per-request control TVM
+// users could not get without re-registering an op's pattern.
+Plan GreedyPlan(const Graph& graph, const std::function<bool(ValueId)>& never_fuse = {});
 
 // Orders groups so each runs after the groups producing its inputs (ties: smallest first node).
 // FT_CHECKs that the groups are acyclic.

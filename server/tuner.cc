@@ -242,7 +242,7 @@ class TuneRun {
       // Greedy groups of the region are baselines, like singletons: always measured.
       Subgraph sub = ExtractSubgraph(g_, w.canon.inputs, w.canon.nodes, w.canon.outputs);
       std::set<std::vector<ValueId>> greedy;
-      for (const PlanGroup& pg : FromSubgraph(sub, GreedyPlan(sub.graph)).groups)
+      for (const PlanGroup& pg : FromSubgraph(sub, Greedy(sub.graph, &sub)).groups)
         greedy.insert(pg.nodes);
       std::vector<GroupWork*> optional_groups;
       for (const FusedGroup& group : w.region.groups) {
@@ -376,7 +376,7 @@ class TuneRun {
               {w.region.groups[idx].nodes, groups_.at(w.group_sigs[idx]).best_schedule()});
         plans.push_back(ToSubgraph(sub, tuned));
       }
-      plans.push_back(WithBestSchedules(sub, GreedyPlan(sub.graph)));
+      plans.push_back(WithBestSchedules(sub, Greedy(sub.graph, &sub)));
       plans.push_back(WithBestSchedules(sub, UnfusedPlan(sub.graph)));
       jobs.push_back(PlansJob(sub, plans, opt_));
       jobs.back().id = static_cast<int64_t>(jobs.size());
@@ -434,6 +434,39 @@ class TuneRun {
     }
   }
 
+  // TVM's rules under this request's controls: never-fuse nodes count as opaque, and a greedy
+  // group that the request forbids or that breaks its limits runs unfused. `graph` is the whole
+  // graph (sub = nullptr) or `sub`'s graph.
+  Plan Greedy(const Graph& graph, const Subgraph* sub) {
+    auto original = [&](ValueId v) -> const Value& {
+      return g_.value(sub ? sub->node_map.at(std::stoul(graph.value(v).name.substr(1))) : v);
+    };
+    const SearchOptions& o = opt_.search;
+    Plan rules = GreedyPlan(graph, [&](ValueId v) {
+      const Value& ov = original(v);
+      return o.never_fuse_ops.count(ov.op->name) > 0 || o.never_fuse_nodes.count(ov.name) > 0;
+    });
+    Plan out{"greedy", {}};
+    for (PlanGroup& pg : rules.groups) {
+      std::set<std::string> names;
+      for (ValueId v : pg.nodes) names.insert(original(v).name);
+      auto group = AnalyzeGroup(graph, pg.nodes);
+      bool allowed =
+          pg.nodes.size() == 1 ||
+          (static_cast<int>(pg.nodes.size()) <= o.max_group_size &&
+           static_cast<int>(group->inputs.size() + group->outputs.size()) <= o.max_kernel_args &&
+           std::find(o.forbidden_groups.begin(), o.forbidden_groups.end(), names) ==
+               o.forbidden_groups.end());
+      if (allowed) {
+        out.groups.push_back(std::move(pg));
+      } else {
+        for (ValueId v : pg.nodes) out.groups.push_back({{v}, {}});
+      }
+    }
+    SortGroupsTopologically(graph, out);
+    return out;
+  }
+
   // Groups take their fastest measured schedule, so the baselines differ from the tuned plan in
   // fusion only, not in how each kernel was scheduled.
   Plan WithBestSchedules(const Subgraph& sub, Plan plan) {
@@ -468,7 +501,7 @@ class TuneRun {
     MeasureJob job;
     job.id = 1;
     job.graph_text = PrintRelay(g_);
-    Plan greedy = GreedyPlan(g_);
+    Plan greedy = Greedy(g_, nullptr);
     for (PlanGroup& pg : greedy.groups) {
       auto it = groups_.find(Signature(g_, pg.nodes));
       if (it != groups_.end() && it->second.best_us() < kInf)

@@ -1,0 +1,221 @@
+// The tuner pipeline with a deterministic measurement backend: timings here follow a simple
+// bytes-moved model so the search's decisions (what is measured, cached, shared, stored) can be
+// asserted exactly. Real kernels and real timing are exercised by the CLI tests (tests/cli/).
+#include "server/tuner.h"
+
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "ir/fusion.h"
+#include "ir/text/relay_parser.h"
+
+namespace fusetune {
+namespace {
+
+// Each kernel costs 1 µs plus 1 µs per KiB it reads or writes: fusion pays by saving traffic.
+// Groups listed in `broken` fail as a crashing kernel would.
+class ModelBackend : public MeasurementBackend {
+ public:
+  std::set<std::vector<std::string>> broken;  // node-name sets (subgraph names) that fail
+  int jobs_run = 0;
+  int plans_run = 0;
+
+  std::string TargetFingerprint() override { return "test-triple;test-cpu;+f"; }
+
+  std::vector<JobResult> RunJobs(const std::vector<MeasureJob>& jobs,
+                                 const std::function<void(size_t)>& on_done) override {
+    std::vector<JobResult> out;
+    for (const MeasureJob& job : jobs) {
+      Graph g = ParseRelay(job.graph_text, "job");
+      JobResult r;
+      r.id = job.id;
+      r.target = TargetFingerprint();
+      for (const JobPlan& jp : job.plans) {
+        Plan plan = PlanFromJson(g, jp.json, jp.name);
+        PlanTiming t;
+        t.name = jp.name;
+        t.ok = true;
+        for (const PlanGroup& pg : plan.groups) {
+          auto group = AnalyzeGroup(g, pg.nodes);
+          double bytes = 0;
+          for (ValueId v : group->inputs) bytes += g.value(v).type.NumBytes();
+          for (ValueId v : group->outputs) bytes += g.value(v).type.NumBytes();
+          double us = 1.0 + bytes / 1024.0;
+          t.kernel_us.push_back(us);
+          t.median_us += us;
+          std::vector<std::string> names;
+          for (ValueId v : pg.nodes) names.push_back(g.value(v).op->name);
+          if (broken.count(names)) {
+            t.ok = false;
+            t.reason = "crashed with signal 11";
+          }
+        }
+        t.min_us = t.median_us;
+        t.number = 1;
+        t.repeat = 1;
+        ++plans_run;
+        r.plans.push_back(t);
+      }
+      ++jobs_run;
+      out.push_back(r);
+      if (on_done) on_done(out.size());
+    }
+    return out;
+  }
+};
+
+class TunerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() /
+            ("fusetune_tuner_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
+    std::filesystem::remove(path_);
+  }
+  void TearDown() override {
+    for (const char* suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(path_.string() + suffix);
+  }
+  std::filesystem::path path_;
+};
+
+const char* kSeed =
+    R"(fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], %z: Tensor[(12, 32, 32), float32]) {
+  %0 = nn.batch_matmul(%x, %y);
+  %1 = ones_like(%0);
+  where(%z, %0, %1)
+})";
+
+TEST_F(TunerTest, SecondRunAnswersFromTheCacheWithoutMeasuring) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Store store(path_.string());
+  ModelBackend backend;
+  TuneReport first = Tune(g, {}, store, backend);
+  ASSERT_EQ(first.regions.size(), 1u);
+  EXPECT_FALSE(first.regions[0].cached);
+  EXPECT_GT(first.candidates_measured, 0);
+  // Under the bytes model, fusing all three saves the most traffic.
+  ASSERT_EQ(first.regions[0].plan.size(), 1u);
+  EXPECT_EQ(first.regions[0].plan[0].nodes.size(), 3u);
+  EXPECT_LE(first.regions[0].tuned_us, first.regions[0].greedy_us);
+  EXPECT_LE(first.regions[0].tuned_us, first.regions[0].unfused_us);
+  EXPECT_TRUE(first.totals_measured);
+
+  const int jobs_after_first = backend.jobs_run;
+  TuneReport second = Tune(g, {}, store, backend);
+  EXPECT_EQ(backend.jobs_run, jobs_after_first) << "a cached run must not measure";
+  ASSERT_EQ(second.regions.size(), 1u);
+  EXPECT_TRUE(second.regions[0].cached);
+  EXPECT_EQ(second.candidates_measured, 0);
+  EXPECT_EQ(second.regions[0].plan[0].nodes, first.regions[0].plan[0].nodes);
+  EXPECT_DOUBLE_EQ(second.total_tuned_us, first.regions[0].tuned_us);
+}
+
+TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
+  // Three identical element-wise blocks separated by reductions' opaque neighbours (softmax), so
+  // each block is its own region with the same canonical form.
+  const char* text = R"(fn (%x: Tensor[(8, 64), float32]) {
+  %0 = exp(%x);
+  %1 = negative(%0);
+  %2 = nn.softmax(%1);
+  %3 = exp(%2);
+  %4 = negative(%3);
+  %5 = nn.softmax(%4);
+  %6 = exp(%5);
+  %7 = negative(%6);
+  nn.softmax(%7)
+})";
+  Graph g = ParseRelay(text, "layers.relay");
+  db::Store store(path_.string());
+  ModelBackend backend;
+  SearchOptions o;
+  o.never_fuse_ops = {"nn.softmax"};  // keep the blocks apart
+  TuneOptions options;
+  options.search = o;
+  TuneReport r = Tune(g, options, store, backend);
+  std::set<std::string> sigs;
+  int blocks = 0;
+  for (const auto& region : r.regions)
+    if (region.ops == std::vector<std::string>{"exp", "negative"}) {
+      ++blocks;
+      sigs.insert(region.signature);
+    }
+  EXPECT_EQ(blocks, 3);
+  EXPECT_EQ(sigs.size(), 1u);
+  // Measured: exp, negative, {exp, negative}, softmax (each once), plus one validation per
+  // distinct region (2 signatures) and the whole graph.
+  EXPECT_EQ(r.candidates_measured, 4);
+}
+
+TEST_F(TunerTest, AFailingFusedKernelIsRecordedInvalidAndTheSearchCompletes) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Store store(path_.string());
+  ModelBackend backend;
+  backend.broken = {{"nn.batch_matmul", "ones_like", "where"}};
+  TuneReport r = Tune(g, {}, store, backend);
+  ASSERT_EQ(r.regions.size(), 1u);
+  for (const PlanGroup& pg : r.regions[0].plan)
+    EXPECT_LT(pg.nodes.size(), 3u) << "a broken group was chosen";
+  db::MeasurementFilter only_invalid;
+  only_invalid.status = db::MeasurementStatus::kInvalid;
+  auto invalid = store.ListMeasurements(only_invalid);
+  ASSERT_FALSE(invalid.empty());
+  EXPECT_EQ(invalid[0].reason, "crashed with signal 11");
+}
+
+TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Store store(path_.string());
+  ModelBackend backend;
+  Tune(g, {}, store, backend);
+  TuneOptions options;
+  options.search.never_fuse_ops = {"where"};
+  TuneReport r = Tune(g, options, store, backend);
+  // `where` can no longer join a group, so it is a region of its own beside {%0, %1}.
+  ASSERT_EQ(r.regions.size(), 2u);
+  int where_groups = 0;
+  for (const RegionReport& region : r.regions) {
+    EXPECT_FALSE(region.cached) << "no stored plan fits a region shape first seen now";
+    for (const PlanGroup& pg : region.plan) {
+      for (ValueId v : pg.nodes) {
+        if (g.value(v).op->name != "where") continue;
+        ++where_groups;
+        EXPECT_EQ(pg.nodes.size(), 1u);
+      }
+    }
+  }
+  EXPECT_EQ(where_groups, 1);
+  for (const PlanGroup& pg : r.tuned_plan.groups)
+    if (pg.nodes.size() > 1) EXPECT_EQ(g.value(pg.nodes.back()).op->name, "ones_like");
+  // The unrestricted plan is still the one stored.
+  TuneReport again = Tune(g, {}, store, backend);
+  EXPECT_TRUE(again.regions[0].cached);
+  EXPECT_EQ(again.regions[0].plan.size(), 1u);
+}
+
+TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
+  const char* text = R"(fn (%x: Tensor[(64, 64), float32]) {
+  %0 = exp(%x);
+  %1 = negative(%0);
+  %2 = abs(%1);
+  %3 = sqrt(%2);
+  %4 = exp(%3);
+  negative(%4)
+})";
+  Graph g = ParseRelay(text, "chain.relay");
+  db::Store store(path_.string());
+  ModelBackend backend;
+  TuneOptions options;
+  options.search.budget = 2;
+  TuneReport r = Tune(g, options, store, backend);
+  EXPECT_GT(r.pruned, 0);
+  EXPECT_EQ(r.regions[0].pruned, r.pruned);
+  // Baselines are always measured: 4 distinct single ops (exp and negative occur twice, with
+  // one signature each) and the greedy group of all six. The budget allows 2 more.
+  EXPECT_EQ(r.candidates_measured, 4 + 1 + 2);
+}
+
+}  // namespace
+}  // namespace fusetune
