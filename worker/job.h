@@ -7,8 +7,12 @@
 //
 //   {"id":7,"graph":"fn (%p0: ...) {...}","threads":1,"seed":1,
 //    "plans":[{"name":"g","groups":[{"nodes":["%n0","%n1"],"schedule":"vec=16"}]}],
-//    "timing":{"warmup":1,"repeat":5,"min_repeat_ms":10,"flush_cache":false},
-//    "inject":""}
+//    "timing":{"warmup":1,"repeat":5,"min_repeat_ms":10,"flush_cache":false}}
+//
+// Fault injection for tests: with FUSETUNE_TEST_INJECT=crash:OP, hang:OP or wrong:OP in the
+// environment of the process that runs jobs, every fused group (two or more ops) that holds an op
+// named OP crashes, hangs, or computes a wrong result, so tests can prove such kernels are recorded
+// invalid and the search goes on.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,10 +38,6 @@ struct MeasureJob {
   int threads = 1;
   uint64_t seed = 1;
   TimingOptions timing;
-  // Test hook: "crash", "hang" or "wrong" makes the worker misbehave on purpose, so tests can prove
-  // that such kernels are recorded invalid and the search goes on. Ignored unless the worker was
-  // started with FUSETUNE_ALLOW_INJECT=1.
-  std::string inject;
 };
 
 struct PlanTiming {

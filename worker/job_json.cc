@@ -12,7 +12,8 @@ using nlohmann::json;
 
 std::string JobToJson(const MeasureJob& job) {
   json plans = json::array();
-  for (const JobPlan& p : job.plans) plans.push_back({{"name", p.name}, {"plan", json::parse(p.json)}});
+  for (const JobPlan& p : job.plans)
+    plans.push_back({{"name", p.name}, {"plan", json::parse(p.json)}});
   json j = {{"id", job.id},
             {"graph", job.graph_text},
             {"plans", plans},
@@ -43,7 +44,6 @@ MeasureJob JobFromJson(const std::string& text) {
       job.timing.min_repeat_ms = t.value("min_repeat_ms", 10.0);
       job.timing.flush_cache = t.value("flush_cache", false);
     }
-    job.inject = j.value("inject", std::string());
     if (job.threads < 1 || job.timing.repeat < 1 || job.timing.min_repeat_ms < 0)
       throw UserError("threads and repeat must be at least 1, min_repeat_ms not negative");
     return job;
