@@ -23,8 +23,7 @@ std::string JobToJson(const MeasureJob& job) {
              {{"warmup", job.timing.warmup},
               {"repeat", job.timing.repeat},
               {"min_repeat_ms", job.timing.min_repeat_ms},
-              {"flush_cache", job.timing.flush_cache}}},
-            {"inject", job.inject}};
+              {"flush_cache", job.timing.flush_cache}}}};
   return j.dump();
 }
 
