@@ -91,6 +91,27 @@ void Sandbox::Stop() {
 }
 
 JobResult Sandbox::Run(const MeasureJob& job) {
+  JobResult result = RunOnce(job);
+  bool all_failed = !result.plans.empty();
+  for (const PlanTiming& t : result.plans)
+    all_failed &= !t.ok && t.reason == result.plans[0].reason;
+  if (!all_failed || job.plans.size() < 2 || !child_died_) return result;
+  // The child died (or hung) somewhere in the job: run each plan alone, so one crashing kernel
+  // fails only its own plan.
+  JobResult merged;
+  merged.id = job.id;
+  for (const JobPlan& plan : job.plans) {
+    MeasureJob single = job;
+    single.plans = {plan};
+    JobResult one = RunOnce(single);
+    if (merged.target.empty()) merged.target = one.target;
+    merged.plans.push_back(one.plans.at(0));
+  }
+  return merged;
+}
+
+JobResult Sandbox::RunOnce(const MeasureJob& job) {
+  child_died_ = false;
   if (pid_ < 0) Start();
   auto fail = [&](const std::string& reason) {
     int status = 0;
@@ -101,6 +122,7 @@ JobResult Sandbox::Run(const MeasureJob& job) {
       pid_ = -1;
     }
     Stop();
+    child_died_ = true;
     return FailedResult(job, why);
   };
   if (!WriteAll(to_child_, JobToJson(job) + "\n"))
@@ -136,6 +158,7 @@ JobResult Sandbox::Run(const MeasureJob& job) {
       if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
         pid_ = -1;
         Stop();
+        child_died_ = true;
         return FailedResult(job, DescribeExit(status));
       }
       return fail("sandbox child closed its output");

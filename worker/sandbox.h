@@ -4,9 +4,9 @@
 // `fusetune sandbox-child`; it reads jobs as JSON lines on stdin and answers each with a JSON line
 // on stdout. It stays up between jobs (starting a process and LLVM for every job would dominate
 // the time of small kernels) and is started again after a crash or a time-out.
+#include <sys/types.h>
 #include <chrono>
 #include <string>
-#include <sys/types.h>
 
 #include "worker/job.h"
 
@@ -21,11 +21,13 @@ class Sandbox {
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
 
-  // Runs `job` in the child. A crash, a hang past the time limit or a garbled answer gives a
-  // result whose plans all failed with the reason; the child is then restarted for the next job.
+  // Runs `job` in the child. A crash, a hang past the time limit or a garbled answer fails the
+  // plans it took down, with the reason (a job of several plans is then run again plan by plan, so
+  // only the guilty plan fails); the child is restarted for the next job.
   JobResult Run(const MeasureJob& job);
 
  private:
+  JobResult RunOnce(const MeasureJob& job);
   void Start();
   void Stop();
   std::chrono::milliseconds time_limit_;
@@ -33,6 +35,7 @@ class Sandbox {
   pid_t pid_ = -1;
   int to_child_ = -1, from_child_ = -1;
   std::string pending_;  // bytes read past the last answer line
+  bool child_died_ = false;
 };
 
 // The child's main loop: `fusetune sandbox-child`. Returns the exit code.

@@ -1,0 +1,147 @@
+// `fusetune tune` and `fusetune query` end to end: real kernels measured in the sandbox child,
+// a real SQLite file. Timing options are cut down so the suite stays quick; the decisions, the
+// JSON contract and the cache behaviour are what is checked here.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/run_command.h"
+
+namespace fusetune {
+namespace {
+
+using testing::RunFusetune;
+using testing::TempDb;
+
+const std::string kExamples = std::string(FUSETUNE_SOURCE_DIR) + "/examples/";
+const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
+
+// A small version of the seed: the same three ops at sequence length 32.
+std::string SmallSeed() {
+  auto path = std::filesystem::temp_directory_path() / "fusetune_small_seed.relay";
+  std::ofstream(path)
+      << R"(fn (%x: Tensor[(12, 32, 64), float32], %y: Tensor[(12, 32, 64), float32], %z: Tensor[(12, 32, 32), float32]) {
+  %0 = nn.batch_matmul(%x, %y);
+  %1 = ones_like(%0);
+  where(%z, %0, %1)
+}
+)";
+  return path.string();
+}
+
+TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
+  TempDb db("tune_cli");
+  const std::string graph = SmallSeed();
+  auto first = RunFusetune("tune --local --json --db " + db.path() + kFast + graph);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto j = nlohmann::json::parse(first.out);
+  for (const char* key :
+       {"graph", "target", "regions", "total", "max_abs_error", "candidates_measured", "seconds"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["graph"], graph);
+  ASSERT_EQ(j["regions"].size(), 1u);
+  const auto& region = j["regions"][0];
+  EXPECT_EQ(region["nodes"], nlohmann::json::parse(R"(["%0", "%1", "%2"])"));
+  EXPECT_EQ(region["ops"], nlohmann::json::parse(R"(["nn.batch_matmul", "ones_like", "where"])"));
+  EXPECT_EQ(region["cached"], false);
+  EXPECT_EQ(region["signature"].get<std::string>().size(), 32u);
+  // The plan covers every node once.
+  std::multiset<std::string> covered;
+  for (const auto& group : region["plan"])
+    for (const auto& n : group) covered.insert(n.get<std::string>());
+  EXPECT_EQ(covered, (std::multiset<std::string>{"%0", "%1", "%2"}));
+  // The stored plan is the fastest of the three timed together.
+  double tuned = region["tuned_us"], greedy = region["greedy_us"], unfused = region["unfused_us"];
+  EXPECT_GT(tuned, 0.0);
+  EXPECT_LE(tuned, greedy);
+  EXPECT_LE(tuned, unfused);
+  EXPECT_GT(j["candidates_measured"].get<int>(), 0);
+  EXPECT_LT(j["max_abs_error"].get<double>(), 1e-3);
+  for (const char* key : {"tuned_us", "greedy_us", "unfused_us"})
+    EXPECT_GT(j["total"][key].get<double>(), 0.0);
+
+  auto second = RunFusetune("tune --local --json --db " + db.path() + kFast + graph);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  auto k = nlohmann::json::parse(second.out);
+  EXPECT_EQ(k["regions"][0]["cached"], true);
+  EXPECT_EQ(k["candidates_measured"], 0);
+  EXPECT_EQ(k["regions"][0]["plan"], region["plan"]);
+  EXPECT_DOUBLE_EQ(k["regions"][0]["tuned_us"].get<double>(), tuned);
+
+  auto query = RunFusetune("query --local --json --db " + db.path() + " " + graph);
+  ASSERT_EQ(query.exit_code, 0) << query.err;
+  EXPECT_EQ(nlohmann::json::parse(query.out)["regions"][0]["plan"], region["plan"]);
+}
+
+TEST(TuneCli, QueryNamesTheRegionsWithoutAPlanAndExitsThree) {
+  TempDb db("query_missing");
+  auto r = RunFusetune("query --db " + db.path() + " " + kExamples + "sub_exp_100x120x120.relay");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("has no stored plan"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[%0 %1]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fusetune tune"), std::string::npos) << r.err;
+}
+
+TEST(TuneCli, TableOnATerminalFreeRunNamesEveryFigure) {
+  TempDb db("tune_table");
+  auto r = RunFusetune("tune --db " + db.path() + kFast + SmallSeed());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* word :
+       {"tuned µs", "greedy µs", "unfused µs", "vs greedy", "whole graph", "chosen kernels"})
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no progress bar when stderr is not a terminal";
+}
+
+TEST(TuneCli, NeverFuseKeepsWhereAlone) {
+  TempDb db("never_fuse");
+  auto r = RunFusetune("tune --json --never-fuse where --db " + db.path() + kFast + SmallSeed());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  bool where_alone = false;
+  for (const auto& region : j["regions"])
+    for (const auto& group : region["plan"])
+      if (group == nlohmann::json::parse(R"(["%2"])")) where_alone = true;
+  EXPECT_TRUE(where_alone) << r.out;
+}
+
+TEST(TuneCli, AnInjectedCrashingOrWrongKernelIsInvalidAndTuningCompletes) {
+  for (const char* fault : {"crash", "wrong"}) {
+    TempDb db(std::string("inject_") + fault);
+    auto r = RunFusetune("tune --json --db " + db.path() + kFast + SmallSeed(),
+                         std::string("FUSETUNE_TEST_INJECT=") + fault + ":where");
+    ASSERT_EQ(r.exit_code, 0) << fault << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    for (const auto& group : j["regions"][0]["plan"])
+      if (group.size() > 1)
+        for (const auto& n : group)
+          EXPECT_NE(n, "%2") << fault << ": a faulty fused kernel was chosen";
+    auto ls = RunFusetune("cache ls --json --db " + db.path());
+    EXPECT_EQ(ls.exit_code, 0) << ls.err;
+  }
+}
+
+TEST(TuneCli, BadInputIsExitTwoWithAPositionAndLeavesNoStore) {
+  TempDb db("bad_input");
+  auto bad = std::filesystem::temp_directory_path() / "fusetune_bad.relay";
+  std::ofstream(bad) << "fn (%x: Tensor[(4,), float32]) {\n  nn.bach_matmul(%x, %x)\n}\n";
+  auto r = RunFusetune("tune --db " + db.path() + " " + bad.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(bad.string() + ":2:3: error: unknown operator 'nn.bach_matmul'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db.path())) << "a rejected graph must not create the store";
+}
+
+TEST(TuneCli, ACorruptStoreIsRefusedAndLeftUntouched) {
+  TempDb db("corrupt");
+  { std::ofstream(db.path()) << "this is not a database, and must stay exactly like this\n"; }
+  auto before = testing::Slurp(db.path());
+  auto r = RunFusetune("tune --db " + db.path() + kFast + SmallSeed());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(db.path()), std::string::npos) << r.err;
+  EXPECT_EQ(testing::Slurp(db.path()), before);
+}
+
+}  // namespace
+}  // namespace fusetune
