@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec build/fusetune check examples/bmm_where_s256.relay "$@"
+exec build/fusetune tune --local examples/bmm_where_s256.relay "$@"
