@@ -1,0 +1,183 @@
+// `fusetune cache ...` against files written through the Store: the built binary is run as a user
+// would run it.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "db/schema.h"
+#include "db/store.h"
+#include "db_test_util.h"
+
+namespace fusetune::db {
+namespace {
+
+using testing::Key;
+using testing::TempDir;
+
+struct CliRun {
+  int exit_code;
+  std::string out, err;
+};
+
+CliRun Fusetune(const TempDir& dir, const std::string& args) {
+  std::string out = dir.File("out.txt"), err = dir.File("err.txt");
+  std::string cmd = std::string(FUSETUNE_BINARY) + " " + args + " >" + out + " 2>" + err;
+  int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, testing::ReadBytes(out),
+          testing::ReadBytes(err)};
+}
+
+void Fill(Store& store) {
+  store.PutTarget(testing::SampleTarget());
+  store.PutMeasurement(testing::OkMeasurement(Key("g1"), 5));
+  store.PutMeasurement(testing::InvalidMeasurement(Key("g2"), "crash"));
+  BestPlanRecord a = testing::SamplePlan("aaaa1111bbbb2222cccc3333dddd4444", 100);
+  a.region_text = "in p0: Tensor[(4,), float32]\nn0 = exp(p0)\nout n0";
+  store.PutBestPlan(a);
+  BestPlanRecord b = testing::SamplePlan("ffff0000", 30);
+  b.ops = {"nn.softmax"};
+  b.chosen = "greedy";
+  b.greedy_us = 25;
+  store.PutBestPlan(b);
+}
+
+TEST(CacheCli, LsOnAMissingFileCreatesNothing) {
+  TempDir dir;
+  std::string db = dir.File("none.db");
+  CliRun r = Fusetune(dir, "cache ls --db " + db);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no cache at " + db), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+TEST(CacheCli, LsTableJsonAndFilters) {
+  TempDir dir;
+  std::string db = dir.File("c.db");
+  {
+    Store store(db);
+    Fill(store);
+  }
+  CliRun r = Fusetune(dir, "cache ls --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("aaaa1111bbbb2222 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1.50x"), std::string::npos) << r.out;  // min(greedy, unfused) / tuned
+  EXPECT_NE(r.out.find("nn.batch_matmul,ones_like,where"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 plans shown; the cache holds 2 best plans, 2 measurements (1 invalid), "
+                       "1 target"),
+            std::string::npos)
+      << r.out;
+
+  r = Fusetune(dir, "cache ls --json --op nn.softmax --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["plans"].size(), 1u);
+  EXPECT_EQ(j["plans"][0]["signature"], "ffff0000");
+  EXPECT_EQ(j["plans"][0]["chosen"], "greedy");
+  EXPECT_EQ(j["plans"][0]["greedy_us"], 25.0);
+  EXPECT_EQ(j["plans"][0]["groups"][1]["positions"], nlohmann::json::array({1, 2}));
+  EXPECT_EQ(j["measurements"]["invalid"], 1);
+  EXPECT_EQ(j["schema"], kLatestSchemaVersion);
+}
+
+TEST(CacheCli, ShowByPrefixAndNothingFound) {
+  TempDir dir;
+  std::string db = dir.File("c.db");
+  {
+    Store store(db);
+    Fill(store);
+  }
+  CliRun r = Fusetune(dir, "cache show aaaa --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("region aaaa1111bbbb2222cccc3333dddd4444\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    [n1, n2]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    [n0]  tile_m=8,tile_n=32\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    n0 = exp(p0)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("100.00 / 150.00 / 200.00 us"), std::string::npos) << r.out;
+
+  r = Fusetune(dir, "cache show 9999 --db " + db);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("no stored plan has a region signature starting with 9999"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CacheCli, ExportImportAndABadFile) {
+  TempDir dir;
+  std::string a = dir.File("a.db"), b = dir.File("b.db"), lines = dir.File("cache.jsonl");
+  {
+    Store store(a);
+    Fill(store);
+  }
+  CliRun r = Fusetune(dir, "cache export " + lines + " --db " + a);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("exported 5 records"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(lines + ".partial"));
+
+  r = Fusetune(dir, "cache import " + lines + " --json --db " + b);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out),
+            (nlohmann::json{{"added", 5}, {"replaced", 0}, {"kept", 0}}));
+  r = Fusetune(dir, "cache import " + lines + " --db " + b);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("0 added, 0 replaced by better records, 5 kept"), std::string::npos)
+      << r.out;
+
+  // A bad line: exit 2, the file and line named, nothing imported.
+  std::string bad = dir.File("bad.jsonl");
+  testing::WriteBytes(bad, testing::ReadBytes(lines) + "{\"kind\":\"planet\"}\n");
+  std::string c = dir.File("c.db");
+  r = Fusetune(dir, "cache import " + bad + " --db " + c);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(bad + ":line 7: unknown record kind \"planet\""), std::string::npos)
+      << r.err;
+  EXPECT_EQ(Store(c).Stats().best_plans, 0);
+}
+
+TEST(CacheCli, RmNeedsAFilterAndRemovesWhatMatches) {
+  TempDir dir;
+  std::string db = dir.File("c.db");
+  {
+    Store store(db);
+    Fill(store);
+  }
+  CliRun r = Fusetune(dir, "cache rm --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cache rm needs a filter"), std::string::npos) << r.err;
+
+  r = Fusetune(dir, "cache rm --signature ffff --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("removed 1 best plan from"), std::string::npos) << r.out;
+  EXPECT_EQ(Store(db).Stats().best_plans, 1);
+
+  r = Fusetune(dir, "cache rm --all --measurements --json --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out), (nlohmann::json{{"plans", 1}, {"measurements", 2}}));
+  StoreStats stats = Store(db).Stats();
+  EXPECT_EQ(stats.best_plans + stats.measurements_ok + stats.measurements_invalid, 0);
+  EXPECT_EQ(stats.targets, 1);  // targets are not cache entries
+}
+
+TEST(CacheCli, ANewerFileIsRefusedWithTheUpgradeMessage) {
+  TempDir dir;
+  std::string db = dir.File("future.db");
+  { Store store(db); }
+  // Bump the version the way a newer fusetune would have.
+  std::string cmd = "sqlite3 " + db + " 'PRAGMA user_version = 7' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "no sqlite3 shell";
+  std::string before = testing::ReadBytes(db);
+  CliRun r = Fusetune(dir, "cache ls --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.err.find("this database was written by fusetune schema v7, this binary knows up to v" +
+                 std::to_string(kLatestSchemaVersion) + "; upgrade fusetune"),
+      std::string::npos)
+      << r.err;
+  EXPECT_EQ(testing::ReadBytes(db), before);
+}
+
+}  // namespace
+}  // namespace fusetune::db
