@@ -64,6 +64,30 @@ std::vector<Value*> Unflatten(MatmulBuilder& b, Value* flat, std::span<const int
   return coords;
 }
 
+// Nodes of an expression (a DAG counted as a tree: an upper bound), noting transcendentals.
+int CountNodes(const ScalarExpr& e, bool& transcendental) {
+  switch (e->op) {
+    case ScalarOp::kExp:
+    case ScalarOp::kFastExp:
+    case ScalarOp::kLog:
+    case ScalarOp::kTanh:
+    case ScalarOp::kFastTanh:
+    case ScalarOp::kSigmoid:
+    case ScalarOp::kErf:
+    case ScalarOp::kPow:
+    case ScalarOp::kDiv:
+    case ScalarOp::kSqrt:
+    case ScalarOp::kRsqrt:
+      transcendental = true;
+      break;
+    default:
+      break;
+  }
+  int n = 1;
+  for (const ScalarExpr& o : e->operands) n += CountNodes(o, transcendental);
+  return n;
+}
+
 // Loads every leaf of an inlined prologue expression at scalar coordinates and evaluates it.
 class PrologueOperand {
  public:
@@ -136,53 +160,50 @@ class GroupEpilogue : public TileEpilogue {
         out_shape_(std::move(out_shape)),
         outputs_(std::move(outputs)) {}
 
-  void EmitRow(MatmulBuilder& b, const TileRow& row) override {
+  void EmitVector(MatmulBuilder& b, const TileVector& v) override {
     const int rank = static_cast<int>(out_shape_.size());
-    const int64_t n = out_shape_.back();
     std::vector<Value*> coords =
-        Unflatten(b, row.row, std::span<const int64_t>(out_shape_.data(), rank - 1));
+        Unflatten(b, v.row, std::span<const int64_t>(out_shape_.data(), rank - 1));
     coords.push_back(nullptr);  // the last axis runs along the lanes
-    Value* row_offset = b.CreateMul(row.row, b.getInt64(n));
-    for (size_t j = 0; j < row.acc.size(); ++j) {
-      Value* n_start = b.CreateAdd(row.n0, b.getInt64(j * kLanes));
-      Value* mask = j + 1 == row.acc.size() ? row.last_mask : nullptr;
-      // Compute every output of this vector before storing any, so the input loads of one
-      // output are not ordered after another output's store.
-      std::vector<Value*> results;
-      for (const OutputPlan& out : outputs_) {
-        if (out.is_anchor) {
-          results.push_back(row.acc[j]);
+    // Compute every output before storing any, so no input load is ordered after a store.
+    std::vector<Value*> results;
+    for (const OutputPlan& out : outputs_) {
+      if (out.is_anchor) {
+        results.push_back(v.acc);
+        continue;
+      }
+      std::vector<Value*> args;
+      for (const ExprLeaf& leaf : out.expr.leaves) {
+        if (leaf.kind == ExprLeaf::Kind::kAnchor) {
+          args.push_back(v.acc);
           continue;
         }
-        std::vector<Value*> args;
-        for (const ExprLeaf& leaf : out.expr.leaves) {
-          if (leaf.kind == ExprLeaf::Kind::kAnchor) {
-            args.push_back(row.acc[j]);
-            continue;
-          }
-          Value* base = leaf.kind == ExprLeaf::Kind::kInput
-                            ? BufferBase(b, row.buffers, buffers_.Of(leaf.value))
-                            : nullptr;
-          const Shape& shape =
-              leaf.kind == ExprLeaf::Kind::kInput ? graph_.value(leaf.value).type.shape : Shape{};
-          args.push_back(LoadLeafRow(b, base, leaf, shape, coords, n_start, mask));
-        }
-        results.push_back(Splat(b, LowerScalarExpr(b, out.expr.expr, args), kLanes));
+        bool input = leaf.kind == ExprLeaf::Kind::kInput;
+        Value* base = input ? BufferBase(b, v.buffers, buffers_.Of(leaf.value)) : nullptr;
+        const Shape& shape = input ? graph_.value(leaf.value).type.shape : Shape{};
+        args.push_back(LoadLeafRow(b, base, leaf, shape, coords, v.n_start, v.mask));
       }
-      for (size_t o = 0; o < outputs_.size(); ++o) {
-        const OutputPlan& out = outputs_[o];
-        llvm::Type* mem = MemoryType(b.getContext(), out.dtype);
-        Value* v = ToMemory(b, results[o], out.dtype);
-        Value* p = b.CreateInBoundsGEP(mem, BufferBase(b, row.buffers, out.buffer),
-                                       b.CreateAdd(row_offset, n_start));
-        llvm::Align align(mem->getScalarSizeInBits() / 8);
-        if (mask) {
-          b.CreateMaskedStore(v, p, align, mask);
-        } else {
-          b.CreateAlignedStore(v, p, align);
-        }
-      }
+      results.push_back(Splat(b, LowerScalarExpr(b, out.expr.expr, args), kLanes));
     }
+    Value* offset = b.CreateAdd(b.CreateMul(v.row, b.getInt64(out_shape_.back())), v.n_start);
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      const OutputPlan& out = outputs_[o];
+      llvm::Type* mem = MemoryType(b.getContext(), out.dtype);
+      Value* p = b.CreateInBoundsGEP(mem, BufferBase(b, v.buffers, out.buffer), offset);
+      b.CreateMaskedStore(ToMemory(b, results[o], out.dtype), p,
+                          llvm::Align(mem->getScalarSizeInBits() / 8), v.mask);
+    }
+  }
+
+  // A few arithmetic nodes and no transcendental function: inline it into every tile.
+  bool Cheap() const override {
+    int nodes = 0;
+    bool transcendental = false;
+    for (const OutputPlan& out : outputs_) {
+      if (out.is_anchor) continue;
+      nodes += CountNodes(out.expr.expr, transcendental);
+    }
+    return nodes <= 6 && !transcendental;
   }
 
  private:

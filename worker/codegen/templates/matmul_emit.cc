@@ -62,6 +62,7 @@ class Emitter {
                         bool internal);
   Function* EmitTile(const TileShape& shape);
   Function* EmitTask();
+  Function* EmitEpilogue();
   Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v); }
   Value* RuntimeFn(void* address, llvm::FunctionType* type, MatmulBuilder& b);
   // for (i = start; i < end; i += step) body(i): a counted loop at the builder's position.
@@ -83,6 +84,7 @@ class Emitter {
   llvm::FixedVectorType* vec_;
   int64_t k_blocks_ = 1;
   int64_t a_ms_ = 0, a_ks_ = 0;
+  Function* epilogue_fn_ = nullptr;
 };
 
 Function* Emitter::NewFunction(const std::string& name, Type* result, std::vector<Type*> params,
@@ -246,13 +248,12 @@ Function* Emitter::EmitTile(const TileShape& s) {
   // The finished tile: epilogue and stores after the last k block, partial sums otherwise.
   auto emit_epilogue = [&] {
     for (int i = 0; i < rows; ++i) {
-      TileRow r;
-      r.buffers = buffers;
-      r.row = b.CreateAdd(row, I64(i));
-      r.n0 = n0;
-      r.acc.assign(acc.begin() + i * vecs, acc.begin() + (i + 1) * vecs);
-      r.last_mask = mask;
-      epilogue_.EmitRow(b, r);
+      for (int j = 0; j < vecs; ++j) {
+        int lanes = j == vecs - 1 ? s.last_lanes : kLanes;
+        b.CreateCall(epilogue_fn_,
+                     {buffers, b.CreateAdd(row, I64(i)), b.CreateAdd(n0, I64(j * kLanes)),
+                      acc[i * vecs + j], I64(lanes)});
+      }
     }
   };
   if (k_blocks_ > 1) {
@@ -437,7 +438,29 @@ Function* Emitter::EmitTask() {
   return f;
 }
 
+// epilogue(buffers, row, n_start, acc, lanes): the group's epilogue for one tile vector.
+Function* Emitter::EmitEpilogue() {
+  Function* f = NewFunction(d_.name + ".epilogue", Type::getVoidTy(ctx_),
+                            {ptr_, i64_, i64_, vec_, i64_}, true);
+  f->addParamAttr(0, llvm::Attribute::NoAlias);
+  f->addFnAttr(epilogue_.Cheap() ? llvm::Attribute::AlwaysInline : llvm::Attribute::NoInline);
+  MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
+  std::vector<llvm::Constant*> iota;
+  for (int i = 0; i < kLanes; ++i) iota.push_back(llvm::ConstantInt::get(i64_, i));
+  TileVector v;
+  v.buffers = f->getArg(0);
+  v.row = f->getArg(1);
+  v.n_start = f->getArg(2);
+  v.acc = f->getArg(3);
+  v.mask = b.CreateICmpULT(llvm::ConstantVector::get(iota),
+                           b.CreateVectorSplat(kLanes, f->getArg(4)), "mask");
+  epilogue_.EmitVector(b, v);
+  b.CreateRetVoid();
+  return f;
+}
+
 Function* Emitter::Emit() {
+  epilogue_fn_ = EmitEpilogue();
   Function* task = EmitTask();
   Function* kernel = NewFunction(d_.name, Type::getVoidTy(ctx_), {ptr_}, false);
   MatmulBuilder b(BasicBlock::Create(ctx_, "entry", kernel));
@@ -485,17 +508,10 @@ Value* BufferElementPtr(MatmulBuilder& b, Value* buffers, int index, Value* offs
   return b.CreateInBoundsGEP(Type::getFloatTy(ctx), base, offset);
 }
 
-void StoreEpilogue::EmitRow(MatmulBuilder& b, const TileRow& r) {
-  Value* row_off = b.CreateAdd(b.CreateMul(r.row, b.getInt64(n_)), r.n0);
-  for (size_t j = 0; j < r.acc.size(); ++j) {
-    Value* p =
-        BufferElementPtr(b, r.buffers, out_buffer_, b.CreateAdd(row_off, b.getInt64(j * kLanes)));
-    if (j + 1 == r.acc.size() && r.last_mask) {
-      b.CreateMaskedStore(r.acc[j], p, llvm::Align(4), r.last_mask);
-    } else {
-      b.CreateAlignedStore(r.acc[j], p, llvm::Align(4));
-    }
-  }
+void StoreEpilogue::EmitVector(MatmulBuilder& b, const TileVector& v) {
+  Value* offset = b.CreateAdd(b.CreateMul(v.row, b.getInt64(n_)), v.n_start);
+  b.CreateMaskedStore(v.acc, BufferElementPtr(b, v.buffers, out_buffer_, offset), llvm::Align(4),
+                      v.mask);
 }
 
 llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc& desc,

@@ -57,30 +57,35 @@ struct MatmulOperand {
 MatmulOperand OperandA(const MatmulLayout& l, int buffer, bool batch_broadcast);
 MatmulOperand OperandB(const MatmulLayout& l, int buffer, bool batch_broadcast);
 
-// One row of a finished tile: columns n0 + 16 j + lane of output row `row` (the flat index over
-// every output axis but the last, i.e. b * M + m), lanes of the last vector limited by
-// `last_mask` when the tile is ragged in n.
-struct TileRow {
-  llvm::Value* buffers = nullptr;    // ptr: the kernel's buffer array
-  llvm::Value* row = nullptr;        // i64
-  llvm::Value* n0 = nullptr;         // i64
-  std::vector<llvm::Value*> acc;     // <16 x float> each
-  llvm::Value* last_mask = nullptr;  // <16 x i1>, or nullptr when every lane is valid
+// One vector of a finished tile: columns n_start + lane of output row `row` (the flat index over
+// every output axis but the last, i.e. b * M + m); lanes where `mask` is false lie past N and
+// must not be read or written.
+struct TileVector {
+  llvm::Value* buffers = nullptr;  // ptr: the kernel's buffer array
+  llvm::Value* row = nullptr;      // i64
+  llvm::Value* n_start = nullptr;  // i64
+  llvm::Value* acc = nullptr;      // <16 x float>
+  llvm::Value* mask = nullptr;     // <16 x i1>
 };
 
-// Computes the group's outputs from a tile row and stores them (every output of the group has
-// the anchor's shape, so they are all stored at row * N + column).
+// Computes the group's outputs from one tile vector and stores them (every output of the group
+// has the anchor's shape, so all are stored at row * N + column). The emitter puts this code in
+// one function called for every vector of every tile variant: a heavy epilogue (tanh-GELU) is
+// compiled once instead of rows x vectors x variants times, and a cheap one is inlined.
 class TileEpilogue {
  public:
   virtual ~TileEpilogue() = default;
-  virtual void EmitRow(MatmulBuilder& builder, const TileRow& row) = 0;
+  virtual void EmitVector(MatmulBuilder& builder, const TileVector& v) = 0;
+  // Small enough to inline at every call (a store, a select): no call in the tile's epilogue.
+  virtual bool Cheap() const = 0;
 };
 
 // The plain epilogue: stores the product into a float32 output buffer.
 class StoreEpilogue : public TileEpilogue {
  public:
   StoreEpilogue(int out_buffer, int64_t n) : out_buffer_(out_buffer), n_(n) {}
-  void EmitRow(MatmulBuilder& builder, const TileRow& row) override;
+  void EmitVector(MatmulBuilder& builder, const TileVector& v) override;
+  bool Cheap() const override { return true; }
 
  private:
   int out_buffer_;
