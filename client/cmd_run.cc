@@ -1,0 +1,158 @@
+// `fusetune run GRAPH [--plan unfused|greedy|PLAN.json] [--threads N] [--inputs DIR] [--outputs
+// DIR]
+// [--repeat N] [--json]`: compile every group of the plan, run the graph as that sequence of
+// kernels, time each kernel and the whole, and compare the outputs with the reference interpreter.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "client/commands.h"
+#include "client/graph_loader.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "ir/npy.h"
+#include "ir/plan.h"
+#include "ir/text/relay_printer.h"
+#include "worker/codegen/jit.h"
+#include "worker/codegen/runtime/thread_pool.h"
+#include "worker/executor.h"
+
+namespace fusetune::cli {
+namespace {
+
+struct RunOptions {
+  std::string graph_path;
+  std::string plan = "greedy";
+  int threads = 1;
+  std::string inputs_dir;
+  std::string outputs_dir;
+  int repeat = 5;
+  bool json = false;
+};
+
+Plan LoadPlan(const Graph& graph, const std::string& spec) {
+  if (spec == "unfused") return UnfusedPlan(graph);
+  if (spec == "greedy") return GreedyPlan(graph);
+  std::ifstream in(spec);
+  if (!in)
+    throw UserError(
+        fmt::format("--plan '{}' is not unfused, greedy or a readable plan file", spec));
+  std::stringstream text;
+  text << in.rdbuf();
+  return PlanFromJson(graph, text.str(), spec);
+}
+
+std::vector<Tensor> LoadInputs(const Graph& graph, const std::string& dir) {
+  if (dir.empty()) return RandomInputs(graph, 1);
+  std::vector<Tensor> inputs;
+  for (ValueId p : graph.params()) {
+    const Value& param = graph.value(p);
+    std::filesystem::path path = std::filesystem::path(dir) / (param.name + ".npy");
+    if (!std::filesystem::exists(path)) {
+      if (param.data) {
+        inputs.emplace_back();  // use the parameter's own data
+        continue;
+      }
+      throw UserError(fmt::format("--inputs: no {} for parameter %{}", path.string(), param.name));
+    }
+    Tensor t = ReadNpy(path.string());
+    if (t.type() != param.type) {
+      throw UserError(fmt::format("{} has type {}, parameter %{} is {}", path.string(),
+                                  t.type().ToString(), param.name, param.type.ToString()));
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+void Run(const RunOptions& o) {
+  Graph graph = LoadGraph(o.graph_path);
+  Plan plan = LoadPlan(graph, o.plan);
+  if (o.threads < 1 || o.threads > runtime::MaxThreads()) {
+    throw UserError(fmt::format("--threads {} is outside 1..{}", o.threads, runtime::MaxThreads()));
+  }
+  if (o.repeat < 1) throw UserError("--repeat must be at least 1");
+  std::vector<Tensor> inputs = LoadInputs(graph, o.inputs_dir);
+
+  codegen::Jit jit;
+  PlanExecutor executor(graph, plan, jit, o.threads);
+  executor.SetInputs(inputs);
+  executor.Run();
+  std::vector<Tensor> outputs = executor.Outputs();
+  double error = MaxAbsError(outputs, Interpret(graph, inputs));
+  TimingOptions timing;
+  timing.repeat = o.repeat;
+  PlanTiming measured = executor.Measure(timing);
+
+  if (!o.outputs_dir.empty()) {
+    std::filesystem::create_directories(o.outputs_dir);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      WriteNpy((std::filesystem::path(o.outputs_dir) / fmt::format("output_{}.npy", i)).string(),
+               outputs[i]);
+    }
+  }
+
+  auto node_names = [&](const std::vector<ValueId>& nodes) {
+    std::vector<std::string> names;
+    for (ValueId v : nodes) names.push_back(RelayRef(graph, v));
+    return names;
+  };
+  if (o.json) {
+    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+    nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+    for (const KernelTiming& k : measured.kernels) {
+      groups.push_back(node_names(k.nodes));
+      kernels.push_back({{"nodes", node_names(k.nodes)}, {"us", k.timing.median_us}});
+    }
+    nlohmann::ordered_json out = {{"graph", o.graph_path},
+                                  {"plan", plan.name},
+                                  {"threads", o.threads},
+                                  {"target", jit.target().Fingerprint()},
+                                  {"groups", groups},
+                                  {"kernels", kernels},
+                                  {"total_us", measured.total.median_us},
+                                  {"max_abs_error", error}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("graph    {}\nplan     {} ({} kernels)\nthreads  {}\ntarget   {}\n\n",
+                           o.graph_path, plan.name, measured.kernels.size(), o.threads,
+                           jit.target().Fingerprint());
+  std::cout << fmt::format("{:>12}  {:>10}  {}\n", "median us", "compile ms", "group");
+  for (const KernelTiming& k : measured.kernels) {
+    std::string group;
+    for (const std::string& n : node_names(k.nodes)) group += (group.empty() ? "" : ",") + n;
+    std::string ops;
+    for (ValueId v : k.nodes) ops += (ops.empty() ? "" : " ") + graph.value(v).op->name;
+    std::cout << fmt::format("{:>12.2f}  {:>10.1f}  {} ({})\n", k.timing.median_us,
+                             k.compile.total_ms(), group, ops);
+  }
+  std::cout << fmt::format("\ntotal    {:.2f} us (median of {} repeats)\nmax_abs_error {:.3g}\n",
+                           measured.total.median_us, measured.total.repeat, error);
+}
+
+}  // namespace
+
+void RegisterRunCommand(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run a graph under a fusion plan: compile, time and check every kernel");
+  cmd->add_option("GRAPH", options->graph_path, "Relay text graph")->required();
+  cmd->add_option("--plan", options->plan, "unfused, greedy, or a plan JSON file")
+      ->capture_default_str();
+  cmd->add_option("--threads", options->threads, "threads the kernels run with")
+      ->capture_default_str();
+  cmd->add_option("--inputs", options->inputs_dir,
+                  "directory with NAME.npy per parameter (default: random inputs)");
+  cmd->add_option("--outputs", options->outputs_dir, "write output_0.npy, ... here");
+  cmd->add_option("--repeat", options->repeat, "timing repeats (median reported)")
+      ->capture_default_str();
+  cmd->add_flag("--json", options->json, "print the result as JSON");
+  cmd->callback([options] { Run(*options); });
+}
+
+}  // namespace fusetune::cli

@@ -1,0 +1,136 @@
+#include "worker/executor.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+#include "worker/codegen/runtime/thread_pool.h"
+
+namespace fusetune {
+
+struct PlanExecutor::Step {
+  FusedGroup group;
+  Schedule schedule;
+  std::unique_ptr<codegen::CompiledKernel> kernel;
+  std::vector<void*> buffers;  // group inputs, then outputs (kernel_abi.h)
+};
+
+PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads)
+    : graph_(graph), plan_(plan), threads_(threads) {
+  ValidatePlan(graph, plan);
+  runtime::SetNumThreads(threads);
+  values_.resize(graph.values().size());
+  for (ValueId v = 0; v < static_cast<ValueId>(graph.values().size()); ++v) {
+    const Value& value = graph.value(v);
+    if (value.kind == ValueKind::kConst && value.data) values_[v] = *value.data;
+  }
+  for (const PlanGroup& pg : plan.groups) {
+    std::string why;
+    std::optional<FusedGroup> group = AnalyzeGroup(graph, pg.nodes, &why);
+    if (!group) throw UserError("plan group is not lowerable: " + why);
+    Step step;
+    step.group = *group;
+    step.schedule = pg.schedule;
+    step.kernel = codegen::CompileGroup(graph, step.group, pg.schedule, jit,
+                                        {.opt_level = 3, .threads = threads});
+    for (ValueId out : step.group.outputs) values_[out] = Tensor(graph.value(out).type);
+    steps_.push_back(std::move(step));
+  }
+}
+
+PlanExecutor::~PlanExecutor() = default;
+
+int PlanExecutor::num_kernels() const { return static_cast<int>(steps_.size()); }
+
+void PlanExecutor::SetInputs(std::span<const Tensor> inputs) {
+  const std::vector<ValueId>& params = graph_.params();
+  std::vector<ValueId> without_data;
+  for (ValueId p : params)
+    if (!graph_.value(p).data) without_data.push_back(p);
+  const bool one_per_param = inputs.size() == params.size();
+  if (!one_per_param && inputs.size() != without_data.size()) {
+    throw UserError(
+        fmt::format("{} input tensors given; the graph has {} parameters ({} without data)",
+                    inputs.size(), params.size(), without_data.size()));
+  }
+  const std::vector<ValueId>& targets = one_per_param ? params : without_data;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Value& p = graph_.value(targets[i]);
+    if (one_per_param && !inputs[i].data() && p.data) {
+      values_[targets[i]] = *p.data;
+      continue;
+    }
+    if (inputs[i].type() != p.type) {
+      throw UserError(fmt::format("input for %{} has type {}, expected {}", p.name,
+                                  inputs[i].type().ToString(), p.type.ToString()));
+    }
+    values_[targets[i]] = inputs[i];
+  }
+  for (ValueId p : params)
+    if (!values_[p].data() && graph_.value(p).data) values_[p] = *graph_.value(p).data;
+  for (Step& step : steps_) {
+    step.buffers.clear();
+    for (ValueId in : step.group.inputs) {
+      FT_CHECK(values_[in].data() != nullptr, fmt::format("no value for {}", graph_.RefName(in)));
+      step.buffers.push_back(values_[in].data());
+    }
+    for (ValueId out : step.group.outputs) step.buffers.push_back(values_[out].data());
+  }
+}
+
+void PlanExecutor::Run() {
+  for (Step& step : steps_) {
+    FT_CHECK(!step.buffers.empty() || step.group.inputs.empty(),
+             "PlanExecutor::Run before SetInputs");
+    step.kernel->Run(step.buffers.data());
+  }
+}
+
+std::vector<Tensor> PlanExecutor::Outputs() const {
+  std::vector<Tensor> outs;
+  for (ValueId v : graph_.outputs()) {
+    const Tensor& src = values_[v];
+    Tensor copy(src.type());
+    std::memcpy(copy.data(), src.data(), static_cast<size_t>(src.type().NumBytes()));
+    outs.push_back(std::move(copy));
+  }
+  return outs;
+}
+
+PlanTiming PlanExecutor::Measure(const TimingOptions& options) {
+  runtime::SetNumThreads(threads_);
+  PlanTiming result;
+  for (Step& step : steps_) {
+    KernelTiming k;
+    k.nodes = step.group.nodes;
+    k.schedule = step.schedule;
+    k.compile = step.kernel->times();
+    void** buffers = step.buffers.data();
+    const codegen::CompiledKernel* kernel = step.kernel.get();
+    k.timing = TimeCalls([&] { kernel->Run(buffers); }, options);
+    result.kernels.push_back(std::move(k));
+  }
+  result.total = TimeCalls([&] { Run(); }, options);
+  return result;
+}
+
+double MaxAbsError(std::span<const Tensor> got, std::span<const Tensor> want) {
+  if (got.size() != want.size()) throw UserError("output counts differ");
+  double worst = 0;
+  for (size_t o = 0; o < got.size(); ++o) {
+    if (got[o].type() != want[o].type()) throw UserError("output types differ");
+    for (int64_t i = 0; i < got[o].size(); ++i) {
+      double a = got[o].Get(i), b = want[o].Get(i);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (a == b) continue;  // equal infinities too
+      worst = std::max(worst, std::fabs(a - b));
+      if (std::isnan(worst)) worst = INFINITY;
+    }
+  }
+  return worst;
+}
+
+}  // namespace fusetune

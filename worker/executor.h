@@ -1,0 +1,61 @@
+#pragma once
+// Runs a whole graph under a Plan (ir/plan.h) as its sequence of JIT-compiled kernels, with one
+// buffer per value that crosses a kernel boundary (values inside a group are never stored).
+// Times each kernel and the whole sequence, and compares the graph outputs with the reference
+// interpreter. No LLVM header: code generation is behind worker/codegen/compile.h.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "ir/tensor.h"
+#include "worker/codegen/compile.h"
+#include "worker/timing.h"
+
+namespace fusetune {
+
+struct KernelTiming {
+  std::vector<ValueId> nodes;
+  Schedule schedule;
+  Timing timing;
+  codegen::CompileTimes compile;
+};
+
+struct PlanTiming {
+  std::vector<KernelTiming> kernels;
+  Timing total;  // the whole sequence of kernels per call
+};
+
+class PlanExecutor {
+ public:
+  // Validates the plan and compiles every group for `threads` threads (which it also sets on the
+  // runtime pool). Throws UserError for a bad plan or a group the code generator refuses.
+  PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads);
+  ~PlanExecutor();
+
+  // Parameter values, in either form ir/interpreter.h accepts (one per parameter, or one per
+  // parameter without data). Types must match exactly.
+  void SetInputs(std::span<const Tensor> inputs);
+  // Runs every kernel once, in plan order.
+  void Run();
+  // The graph's outputs after Run (copies).
+  std::vector<Tensor> Outputs() const;
+  PlanTiming Measure(const TimingOptions& options);
+
+  int num_kernels() const;
+
+ private:
+  struct Step;
+  const Graph& graph_;
+  Plan plan_;
+  int threads_;
+  std::vector<Step> steps_;
+  std::vector<Tensor> values_;  // by ValueId: params, constants, and kernel outputs
+};
+
+// Largest |a - b| over every output (NaNs in the same place count as equal).
+double MaxAbsError(std::span<const Tensor> got, std::span<const Tensor> want);
+
+}  // namespace fusetune
