@@ -12,6 +12,8 @@ void RegisterQueryCommand(CLI::App& app);
 void RegisterCacheCommand(CLI::App& app);
 void RegisterSandboxChildCommand(CLI::App& app);
 
+void RegisterRunCommand(CLI::App& app);
+void RegisterKernelCommand(CLI::App& app);
 void SetExitCode(int code);
 int ExitCode();
 

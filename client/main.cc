@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   cli::RegisterQueryCommand(app);
   cli::RegisterCacheCommand(app);
   cli::RegisterSandboxChildCommand(app);
+  cli::RegisterRunCommand(app);
+  cli::RegisterKernelCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
