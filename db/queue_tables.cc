@@ -57,7 +57,7 @@ TaskRecord ReadTask(const Statement& st) {
 
 constexpr const char* kJobColumns =
     "id, group_signature, schedule, target, threads, state, attempts, max_attempts, lease_owner, "
-    "lease_deadline, errors, result_target, payload, created_at, updated_at";
+    "lease_deadline, errors, result_target, payload, created_at, updated_at, result";
 
 JobRecord ReadJob(const Statement& st) {
   JobRecord j;
@@ -76,6 +76,7 @@ JobRecord ReadJob(const Statement& st) {
   j.payload = st.Blob(12);
   j.created_at = st.Int(13);
   j.updated_at = st.Int(14);
+  j.result = st.Blob(15);
   return j;
 }
 
@@ -225,7 +226,7 @@ bool Store::CancelTask(int64_t id) {
 
 std::vector<EnqueueOutcome> Store::EnqueueJobs(int64_t task_id, const std::vector<JobSpec>& jobs) {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   Transaction tx(*conn_);
   int64_t now = NowMs();
   std::vector<EnqueueOutcome> out;
@@ -295,7 +296,7 @@ std::optional<JobRecord> Store::LeaseJob(const std::string& worker_id,
                                          const std::string& target_fingerprint, int64_t lease_ms,
                                          int64_t now_ms) {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   if (worker_id.empty()) throw UserError("a lease needs a worker id");
   int64_t now = OrNow(now_ms);
   Transaction tx(*conn_);
@@ -317,7 +318,7 @@ std::optional<JobRecord> Store::LeaseJob(const std::string& worker_id,
 
 ReportOutcome Store::CompleteJob(int64_t job_id, const MeasurementRecord& result) {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   Transaction tx(*conn_);
   std::optional<JobRecord> job;
   {
@@ -350,10 +351,42 @@ ReportOutcome Store::CompleteJob(int64_t job_id, const MeasurementRecord& result
   return ReportOutcome::kCompleted;
 }
 
+ReportOutcome Store::CompleteJobWithResult(int64_t job_id, const std::string& result_target,
+                                           const std::vector<uint8_t>& result) {
+  std::lock_guard lock(mutex_);
+  RequireVersion(3, "job results");
+  Transaction tx(*conn_);
+  std::optional<std::string> target, state;
+  {
+    Statement find = conn_->Prepare("SELECT target, state FROM jobs WHERE id = ?");
+    find.Bind(1, job_id);
+    if (find.Step()) {
+      target = find.Text(0);
+      state = find.Text(1);
+    }
+  }
+  if (!target) return ReportOutcome::kUnknownJob;
+  if (*state == "done") return ReportOutcome::kDuplicate;
+  if (result_target.empty() || result_target == "any" ||
+      (*target != "any" && result_target != *target)) {
+    throw UserError(
+        fmt::format("the result for job {} was measured on target '{}', the job is "
+                    "for target '{}'",
+                    job_id, result_target, *target));
+  }
+  Statement done = conn_->Prepare(
+      "UPDATE jobs SET state = 'done', lease_owner = NULL, lease_deadline = NULL, "
+      "result_target = ?1, result = ?2, updated_at = ?3 WHERE id = ?4");
+  done.Bind(1, result_target).BindBlob(2, result).Bind(3, NowMs()).Bind(4, job_id);
+  done.Run();
+  tx.Commit();
+  return ReportOutcome::kCompleted;
+}
+
 bool Store::FailJobAttempt(int64_t job_id, const std::string& worker_id, const std::string& reason,
                            int64_t now_ms) {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   Transaction tx(*conn_);
   Statement st = conn_->Prepare(fmt::format(
       "UPDATE jobs SET {} WHERE id = ?3 AND state = 'leased' AND lease_owner = ?4", kEndLeaseSet));
@@ -382,7 +415,7 @@ RequeueStats Store::RequeueWhere(const char* where_sql,
 
 RequeueStats Store::RequeueExpiredLeases(int64_t now_ms) {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   int64_t now = OrNow(now_ms);
   return RequeueWhere(
       "lease_deadline < ?3", [&](Statement& st) { st.Bind(3, now); }, "lease expired", now);
@@ -391,7 +424,7 @@ RequeueStats Store::RequeueExpiredLeases(int64_t now_ms) {
 RequeueStats Store::ReleaseWorkerLeases(const std::string& worker_id, const std::string& reason,
                                         int64_t now_ms) {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   if (worker_id.empty()) return {};
   return RequeueWhere(
       "lease_owner = ?3", [&](Statement& st) { st.Bind(3, worker_id); }, reason, OrNow(now_ms));
@@ -399,16 +432,29 @@ RequeueStats Store::ReleaseWorkerLeases(const std::string& worker_id, const std:
 
 std::optional<JobRecord> Store::FindJob(int64_t id) const {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   Statement st = conn_->Prepare(fmt::format("SELECT {} FROM jobs WHERE id = ?", kJobColumns));
   st.Bind(1, id);
   if (!st.Step()) return std::nullopt;
   return ReadJob(st);
 }
 
+std::vector<JobStatus> Store::ListJobStates(int64_t task_id) const {
+  std::lock_guard lock(mutex_);
+  RequireVersion(3, "jobs");
+  Statement st = conn_->Prepare(
+      "SELECT j.id, j.state FROM task_jobs tj JOIN jobs j ON j.id = tj.job_id "
+      "WHERE tj.task_id = ?1 ORDER BY j.id");
+  st.Bind(1, task_id);
+  std::vector<JobStatus> out;
+  while (st.Step())
+    out.push_back({st.Int(0), ParseJobState(st.Text(1)).value_or(JobState::kFailed)});
+  return out;
+}
+
 std::vector<JobRecord> Store::ListJobs(const JobFilter& filter) const {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   Statement st = conn_->Prepare(fmt::format(
       "SELECT {} FROM jobs WHERE (?1 IS NULL OR id IN (SELECT job_id FROM task_jobs WHERE "
       "task_id = ?1)) AND (?2 = '' OR target = ?2) AND (?3 IS NULL OR state = ?3) ORDER BY id{}",
@@ -426,7 +472,7 @@ std::vector<JobRecord> Store::ListJobs(const JobFilter& filter) const {
 
 JobCounts Store::CountJobs(std::optional<int64_t> task_id, const std::string& target) const {
   std::lock_guard lock(mutex_);
-  RequireVersion(2, "jobs");
+  RequireVersion(3, "jobs");
   Statement st = conn_->Prepare(
       "SELECT state, count(*) FROM jobs WHERE (?1 IS NULL OR id IN (SELECT job_id FROM task_jobs "
       "WHERE task_id = ?1)) AND (?2 = '' OR target = ?2) GROUP BY state");

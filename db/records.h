@@ -139,8 +139,17 @@ struct JobRecord {
   std::string errors;          // every failed attempt's reason, "; "-separated, oldest first
   std::string result_target;   // once done: the fingerprint the measurement was stored under
   std::vector<uint8_t> payload;
+  // Once done through Store::CompleteJobWithResult: the worker's answer, kept on the row (opaque
+  // here). Empty for jobs completed with a measurement.
+  std::vector<uint8_t> result;
   int64_t created_at = 0;
   int64_t updated_at = 0;
+};
+
+// A job's id and state without its payload: what a waiting task polls.
+struct JobStatus {
+  int64_t id = 0;
+  JobState state = JobState::kQueued;
 };
 
 enum class WorkerState { kOnline, kOffline };

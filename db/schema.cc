@@ -126,7 +126,15 @@ CREATE TABLE workers (
 CREATE INDEX workers_by_target ON workers (target_fingerprint, state);
 )sql";
 
-constexpr const char* kSteps[] = {kStepV1, kStepV2};
+// The service keys jobs that are not single measurements (a group under several schedules, a
+// region's validation, a whole graph's timing) by a hash of the job itself and keeps the worker's
+// answer on the job row: a task that asks again, or a task resumed after a restart, reads it back
+// instead of measuring again.
+constexpr const char* kStepV3 = R"sql(
+ALTER TABLE jobs ADD COLUMN result BLOB;
+)sql";
+
+constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3};
 static_assert(std::size(kSteps) == kLatestSchemaVersion);
 
 }  // namespace

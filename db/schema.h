@@ -6,6 +6,7 @@
 //
 //   v1  the cache: targets, measurements, best_plans
 //   v2  the service queue: tasks, jobs, task_jobs, workers
+//   v3  jobs.result: the answer of a job whose result is kept on the job row
 #include <cstdint>
 
 namespace fusetune::db {
@@ -15,7 +16,7 @@ class Connection;
 // Written to PRAGMA application_id so a fusetune file is told apart from any other SQLite file
 // ("FTUN").
 inline constexpr int32_t kApplicationId = 0x4654554e;
-inline constexpr int kLatestSchemaVersion = 2;
+inline constexpr int kLatestSchemaVersion = 3;
 
 // Applies the steps after the file's version up to `target_version` (<= kLatestSchemaVersion).
 // Safe against another process migrating the same file at the same time.

@@ -192,6 +192,12 @@ class Store {
   // the job is not done (a late report after a requeue still counts once). The result's key must
   // be the job's (for an "any" job, any target fingerprint); otherwise UserError.
   ReportOutcome CompleteJob(int64_t job_id, const MeasurementRecord& result);
+  // Completes a job whose answer is kept on the job row instead of as a measurement (the
+  // service's jobs that time several plans at once), in one transaction. Same acceptance rules as
+  // CompleteJob: from any worker while the job is not done; `result_target` must be the job's
+  // target unless the job's is "any" (then it is recorded as the job's result_target).
+  ReportOutcome CompleteJobWithResult(int64_t job_id, const std::string& result_target,
+                                      const std::vector<uint8_t>& result);
   // The worker holding the lease could not measure (not an invalid kernel: that is a result).
   // The job is queued again, or failed when out of attempts. False when `worker_id` holds no
   // lease on the job.
@@ -203,6 +209,8 @@ class Store {
   RequeueStats ReleaseWorkerLeases(const std::string& worker_id, const std::string& reason,
                                    int64_t now_ms = 0);
   std::optional<JobRecord> FindJob(int64_t id) const;
+  // Id and state of every job linked to `task_id`, by id (no payloads or results: cheap to poll).
+  std::vector<JobStatus> ListJobStates(int64_t task_id) const;
   std::vector<JobRecord> ListJobs(const JobFilter& filter = {}) const;
   JobCounts CountJobs(std::optional<int64_t> task_id = std::nullopt,
                       const std::string& target = "") const;

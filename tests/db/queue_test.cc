@@ -341,5 +341,54 @@ TEST(Jobs, ConcurrentLeasesNeverHandOutAJobTwice) {
   EXPECT_EQ(a.CountJobs().leased, 200);
 }
 
+// Jobs that time several plans keep the worker's answer on the job row: a second task that needs
+// the same job joins it and reads the answer back, and a late report is a duplicate.
+TEST(Jobs, CompleteWithResultKeepsTheAnswerOnTheRow) {
+  TempDir dir;
+  Store store(dir.File("q.db"));
+  int64_t first = NewTask(store);
+  auto queued = store.EnqueueJobs(first, {Spec("job:abc"), Spec("job:def")});
+  ASSERT_EQ(queued.size(), 2u);
+  std::optional<JobRecord> job = store.LeaseJob("w1", kZen, 60000);
+  ASSERT_TRUE(job);
+  const std::vector<uint8_t> answer = {'{', '}', 0x00, 0x7f};
+  EXPECT_EQ(store.CompleteJobWithResult(job->id, kZen, answer), ReportOutcome::kCompleted);
+  EXPECT_EQ(store.CompleteJobWithResult(job->id, kZen, {'x'}), ReportOutcome::kDuplicate);
+  EXPECT_EQ(store.CompleteJobWithResult(999, kZen, answer), ReportOutcome::kUnknownJob);
+  JobRecord done = *store.FindJob(job->id);
+  EXPECT_EQ(done.state, JobState::kDone);
+  EXPECT_EQ(done.result, answer);
+  EXPECT_EQ(done.result_target, kZen);
+  EXPECT_EQ(store.Stats().measurements_ok, 0) << "no measurement row for a job: key";
+
+  int64_t second = NewTask(store, "bob");
+  auto joined = store.EnqueueJobs(second, {Spec("job:abc")});
+  EXPECT_EQ(joined[0].kind, EnqueueOutcome::Kind::kJoined);
+  EXPECT_EQ(joined[0].job_id, job->id);
+  std::vector<JobStatus> states = store.ListJobStates(second);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].id, job->id);
+  EXPECT_EQ(states[0].state, JobState::kDone);
+  std::vector<JobStatus> first_states = store.ListJobStates(first);
+  ASSERT_EQ(first_states.size(), 2u);
+  EXPECT_EQ(first_states[1].state, JobState::kQueued);
+}
+
+TEST(Jobs, CompleteWithResultRefusesAnotherTarget) {
+  TempDir dir;
+  Store store(dir.File("q.db"));
+  store.EnqueueJobs(NewTask(store), {Spec("job:abc"), Spec("job:any", "any")});
+  std::optional<JobRecord> job = store.LeaseJob("w1", kZen, 60000);
+  ASSERT_TRUE(job);
+  EXPECT_THROW(store.CompleteJobWithResult(job->id, "arm64-m1", {'x'}), UserError);
+  EXPECT_THROW(store.CompleteJobWithResult(job->id, "any", {'x'}), UserError);
+  EXPECT_EQ(store.FindJob(job->id)->state, JobState::kLeased);
+  std::optional<JobRecord> any = store.LeaseJob("w2", "arm64-m1", 60000);
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any->key.group_signature, "job:any");
+  EXPECT_EQ(store.CompleteJobWithResult(any->id, "arm64-m1", {'y'}), ReportOutcome::kCompleted);
+  EXPECT_EQ(store.FindJob(any->id)->result_target, "arm64-m1");
+}
+
 }  // namespace
 }  // namespace fusetune::db

@@ -128,7 +128,7 @@ TEST(StoreOpen, MigratesFromVersionOneKeepingData) {
     }
   }
   Store store(path);
-  EXPECT_EQ(store.schema_version(), 2);
+  EXPECT_EQ(store.schema_version(), kLatestSchemaVersion);
   EXPECT_EQ(store.FindMeasurement(testing::Key("g1"))->median_us, 7.0);
   EXPECT_EQ(store.FindBestPlan({"r1", "x86_64-zen5-avx512", 1, 1})->tuned_us, 9.0);
   TaskRecord task;
