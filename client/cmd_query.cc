@@ -7,6 +7,7 @@
 #include "client/commands.h"
 #include "client/graph_loader.h"
 #include "client/local_backend.h"
+#include "client/remote_client.h"
 #include "client/search_flags.h"
 #include "client/tune_table.h"
 #include "db/store.h"
@@ -21,15 +22,22 @@ struct QueryFlags {
   bool json = false;
   std::string target;
   SearchFlags search;
+  RemoteFlags remote;
 };
 
 void RunQuery(const QueryFlags& f) {
   Graph graph = LoadGraph(f.graph_path);
-  db::Store store(DbPath(f.search));
-  std::string target = f.target;
-  if (target.empty()) target = LocalBackend().TargetFingerprint();
   std::vector<std::string> missing;
-  TuneReport report = LookupCached(graph, ToSearchOptions(f.search), store, target, &missing);
+  TuneReport report;
+  if (!f.local && !f.remote.server.empty()) {
+    report = RemoteLookup(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
+                          ToSearchOptions(f.search), f.target, &missing);
+  } else {
+    db::Store store(DbPath(f.search));
+    std::string target = f.target;
+    if (target.empty()) target = LocalBackend().TargetFingerprint();
+    report = LookupCached(graph, ToSearchOptions(f.search), store, target, &missing);
+  }
   if (f.json) {
     std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";
   } else {
@@ -65,6 +73,7 @@ void RegisterQueryCommand(CLI::App& app) {
   cmd->add_option("--target", flags->target,
                   "target fingerprint to look up (default: this machine)");
   AddSearchFlags(cmd, flags->search, /*search=*/true);
+  AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
   cmd->callback([flags] { RunQuery(*flags); });
 }
 

@@ -1,11 +1,13 @@
 // `fusetune tune GRAPH [--local] [--db PATH] [--json] [...search controls]`: measure candidate
-// fusions of GRAPH on this CPU and keep the best plan of each region in the store.
+// fusions of GRAPH on this CPU and keep the best plan of each region in the store. With
+// `--server ADDR` the same search runs on a `fusetune serve` and its worker farm.
 #include <iostream>
 
 #include "client/commands.h"
 #include "client/graph_loader.h"
 #include "client/local_backend.h"
 #include "client/progress_bar.h"
+#include "client/remote_client.h"
 #include "client/search_flags.h"
 #include "client/tune_table.h"
 #include "db/store.h"
@@ -23,9 +25,12 @@ struct TuneFlags {
   double min_repeat_ms = TimingOptions{}.min_repeat_ms;
   bool flush_cache = false;
   SearchFlags search;
+  RemoteFlags remote;
+  std::string target;
 };
 
-void RunTune(const TuneFlags& f) {
+void RunTune(TuneFlags f) {
+  if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
   Graph graph = LoadGraph(f.graph_path);
   TuneOptions options;
   options.search = ToSearchOptions(f.search);
@@ -33,11 +38,17 @@ void RunTune(const TuneFlags& f) {
   options.timing.min_repeat_ms = f.min_repeat_ms;
   options.timing.flush_cache = f.flush_cache;
   options.use_cache = !f.no_cache;
-  db::Store store(DbPath(f.search));
-  LocalBackend backend;
   ProgressBar bar(!f.json && StderrIsTerminal());
-  TuneReport report = Tune(graph, options, store, backend,
-                           [&](const TuneProgress& p) { bar.Update(p.phase, p.done, p.total); });
+  auto progress = [&](const TuneProgress& p) { bar.Update(p.phase, p.done, p.total); };
+  TuneReport report;
+  if (!f.remote.server.empty()) {
+    report = RemoteTune(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
+                        options, f.target, progress);
+  } else {
+    db::Store store(DbPath(f.search));
+    LocalBackend backend;
+    report = Tune(graph, options, store, backend, progress);
+  }
   bar.Finish();
   if (f.json)
     std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";
@@ -66,6 +77,10 @@ void RegisterTuneCommand(CLI::App& app) {
       ->check(CLI::Range(0.0, 10000.0));
   cmd->add_flag("--flush-cache", flags->flush_cache, "flush the CPU caches between repeats");
   AddSearchFlags(cmd, flags->search, /*search=*/true);
+  AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
+  cmd->add_option("--target", flags->target,
+                  "with --server: the target fingerprint to tune for (default: any, the one most "
+                  "registered workers share)");
   cmd->callback([flags] { RunTune(*flags); });
 }
 

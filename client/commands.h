@@ -11,6 +11,11 @@ void RegisterTuneCommand(CLI::App& app);
 void RegisterQueryCommand(CLI::App& app);
 void RegisterCacheCommand(CLI::App& app);
 void RegisterSandboxChildCommand(CLI::App& app);
+void RegisterServeCommand(CLI::App& app);
+void RegisterWorkerCommand(CLI::App& app);
+void RegisterWorkersCommand(CLI::App& app);
+void RegisterTasksCommand(CLI::App& app);
+void RegisterCancelCommand(CLI::App& app);
 
 void RegisterRunCommand(CLI::App& app);
 void RegisterKernelCommand(CLI::App& app);

@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
   cli::RegisterQueryCommand(app);
   cli::RegisterCacheCommand(app);
   cli::RegisterSandboxChildCommand(app);
+  cli::RegisterServeCommand(app);
+  cli::RegisterWorkerCommand(app);
+  cli::RegisterWorkersCommand(app);
+  cli::RegisterTasksCommand(app);
+  cli::RegisterCancelCommand(app);
   cli::RegisterRunCommand(app);
   cli::RegisterKernelCommand(app);
   try {

@@ -1,0 +1,179 @@
+#include "client/remote_client.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "server/service/auth.h"
+#include "server/service/result_convert.h"
+
+namespace fusetune::cli {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(fmt::format("cannot read '{}'", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+void AddRemoteFlags(CLI::App* cmd, RemoteFlags& flags, bool server_required) {
+  auto* server = cmd->add_option("--server", flags.server,
+                                 "address of a `fusetune serve` (host:port; default "
+                                 "$FUSETUNE_SERVER)")
+                     ->envname("FUSETUNE_SERVER");
+  if (server_required) server->required();
+  cmd->add_option("--token-file", flags.token_file, "file holding the server's client token")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-ca", flags.tls_ca, "PEM file of the CA to trust: connect with TLS")
+      ->check(CLI::ExistingFile);
+}
+
+RemoteClient::RemoteClient(const RemoteFlags& flags) : server_(flags.server) {
+  if (!flags.token_file.empty()) token_ = service::ReadTokenFile(flags.token_file);
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      flags.tls_ca.empty()
+          ? grpc::InsecureChannelCredentials()
+          : grpc::SslCredentials(grpc::SslCredentialsOptions{ReadFile(flags.tls_ca), "", ""});
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  tuner_ = v1::Tuner::NewStub(grpc::CreateCustomChannel(server_, credentials, args));
+}
+
+std::unique_ptr<grpc::ClientContext> RemoteClient::Context(
+    std::chrono::milliseconds timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (!token_.empty()) context->AddMetadata(service::kAuthMetadataKey, "Bearer " + token_);
+  if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
+  return context;
+}
+
+void RemoteClient::Check(const grpc::Status& status, const std::string& what) const {
+  if (status.ok()) return;
+  switch (status.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      throw UserError(fmt::format("{}: {}", what, status.error_message()));
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      throw std::runtime_error(fmt::format("{}: cannot reach the server at {}: {}", what, server_,
+                                           status.error_message()));
+    default:
+      throw std::runtime_error(
+          fmt::format("{}: the server at {} failed: {}", what, server_, status.error_message()));
+  }
+}
+
+v1::TuneOptions TuneOptionsToProto(const TuneOptions& o) {
+  v1::TuneOptions p;
+  const SearchOptions& s = o.search;
+  p.set_threads(s.threads);
+  p.set_budget(s.budget);
+  p.set_max_group_size(s.max_group_size);
+  p.set_max_region_nodes(s.max_region_nodes);
+  p.set_max_kernel_args(s.max_kernel_args);
+  p.set_schedules_per_group(s.schedules_per_group);
+  for (const std::string& op : s.never_fuse_ops) p.add_never_fuse_ops(op);
+  for (const std::string& n : s.never_fuse_nodes) p.add_never_fuse_nodes("%" + n);
+  for (const std::set<std::string>& group : s.forbidden_groups) {
+    v1::PlanGroup* g = p.add_forbidden_groups();
+    for (const std::string& n : group) g->add_nodes("%" + n);
+  }
+  p.set_retune(!o.use_cache);
+  v1::TimingOptions* t = p.mutable_timing();
+  t->set_warmup(o.timing.warmup);
+  t->set_repeat(o.timing.repeat);
+  t->set_min_repeat_ms(o.timing.min_repeat_ms);
+  t->set_flush_cache(o.timing.flush_cache);
+  return p;
+}
+
+TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
+                      const std::string& graph_text, const Graph& graph, const TuneOptions& options,
+                      const std::string& target, const ProgressFn& progress) {
+  RemoteClient client(flags);
+  v1::SubmitTuneRequest request;
+  request.mutable_graph()->set_relay_text(graph_text);
+  request.mutable_graph()->set_name(graph_name);
+  request.set_target(target.empty() ? "any" : target);
+  *request.mutable_options() = TuneOptionsToProto(options);
+  v1::SubmitTuneResponse submitted;
+  client.Check(client.tuner().SubmitTune(client.Context().get(), request, &submitted), "tune");
+  const int64_t id = submitted.task_id();
+  std::cerr << fmt::format("task {} submitted to {}\n", id, client.server());
+
+  // The stream ends after a terminal state; a dropped stream (a server restart) is watched again.
+  v1::TaskStatus last = submitted.status();
+  for (int attempt = 0;; ++attempt) {
+    auto context = client.Context(std::chrono::milliseconds(0));
+    v1::WatchTaskRequest watch;
+    watch.set_task_id(id);
+    auto reader = client.tuner().WatchTask(context.get(), watch);
+    v1::TaskStatus status;
+    while (reader->Read(&status)) {
+      last = status;
+      if (progress && status.total() > 0 && status.state() == v1::TASK_STATE_RUNNING)
+        progress({status.phase(), static_cast<size_t>(status.done()),
+                  static_cast<size_t>(status.total())});
+    }
+    grpc::Status end = reader->Finish();
+    if (last.state() >= v1::TASK_STATE_DONE) break;
+    if (!end.ok() && end.error_code() != grpc::StatusCode::UNAVAILABLE)
+      client.Check(end, fmt::format("watching task {}", id));
+    if (attempt >= 600)
+      throw std::runtime_error(fmt::format("lost task {} on {}", id, client.server()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 10 ? 200 : 1000));
+  }
+  switch (last.state()) {
+    case v1::TASK_STATE_DONE:
+      return service::ReportFromProto(graph, last.result());
+    case v1::TASK_STATE_CANCELLED:
+      throw std::runtime_error(fmt::format("task {} was cancelled", id));
+    default:
+      throw std::runtime_error(fmt::format("task {} failed: {}", id, last.error()));
+  }
+}
+
+TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
+                        const std::string& graph_text, const Graph& graph,
+                        const SearchOptions& options, const std::string& target,
+                        std::vector<std::string>* missing) {
+  RemoteClient client(flags);
+  v1::LookupBestRequest request;
+  request.mutable_graph()->set_relay_text(graph_text);
+  request.mutable_graph()->set_name(graph_name);
+  request.set_target(target.empty() ? "any" : target);
+  request.set_threads(options.threads);
+  TuneOptions tune;
+  tune.search = options;
+  *request.mutable_options() = TuneOptionsToProto(tune);
+  v1::LookupBestResponse response;
+  client.Check(client.tuner().LookupBest(client.Context().get(), request, &response), "query");
+  v1::TuneResult result;
+  result.set_target(response.target());
+  result.set_threads(options.threads);
+  for (const v1::RegionResult& r : response.regions()) *result.add_regions() = r;
+  TuneReport report = service::ReportFromProto(graph, result);
+  for (const RegionReport& r : report.regions) {
+    report.total_tuned_us += r.tuned_us;
+    report.total_greedy_us += r.greedy_us;
+    report.total_unfused_us += r.unfused_us;
+    report.max_abs_error = std::max(report.max_abs_error, r.max_abs_error);
+  }
+  report.tuned_plan.name = "tuned";
+  missing->assign(response.missing().begin(), response.missing().end());
+  return report;
+}
+
+}  // namespace fusetune::cli

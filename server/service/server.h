@@ -1,0 +1,56 @@
+#pragma once
+// `fusetune serve`: the store, the task manager, both gRPC services (plus health checking and
+// reflection) and the lease reaper, started and stopped as one.
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <grpcpp/server.h>
+
+#include "db/store.h"
+#include "server/service/job_board.h"
+#include "server/service/service_options.h"
+#include "server/service/task_manager.h"
+#include "server/service/tuner_service.h"
+#include "server/service/worker_hub_service.h"
+
+namespace fusetune::service {
+
+class Server {
+ public:
+  // Opens the store (a UserError names a bad file) and builds the services; nothing listens yet.
+  explicit Server(ServiceOptions options);
+  ~Server();  // Shutdown()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Listens (UserError when it cannot) and resumes the unfinished tasks of the store.
+  void Start();
+  int port() const { return port_; }  // the bound port (the chosen one for port 0)
+  // Blocks until Shutdown() is called from another thread.
+  void Wait();
+  // Stops accepting, interrupts tasks (they stay unfinished in the store), ends long polls.
+  void Shutdown();
+
+  db::Store& store() { return *store_; }
+
+ private:
+  void ReapLeases();
+
+  ServiceOptions options_;
+  std::unique_ptr<db::Store> store_;
+  JobBoard board_;
+  std::unique_ptr<TaskManager> tasks_;
+  std::unique_ptr<TunerService> tuner_;
+  std::unique_ptr<WorkerHubService> hub_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::thread reaper_;
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stopped_ = false;
+};
+
+}  // namespace fusetune::service

@@ -1,0 +1,348 @@
+#include "worker/daemon.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/error.h"
+#include "proto/fusetune.grpc.pb.h"
+#include "worker/codegen/target.h"
+#include "worker/job_proto.h"
+#include "worker/sandbox.h"
+
+namespace fusetune {
+namespace {
+
+constexpr int kLeaseWaitMs = 2000;
+constexpr auto kRpcSlack = std::chrono::seconds(10);  // beyond a long poll's wait
+
+// Exponential backoff with jitter, 100 ms doubling to 5 s.
+class Backoff {
+ public:
+  std::chrono::milliseconds Next() {
+    auto base = delay_;
+    delay_ = std::min(delay_ * 2, std::chrono::milliseconds(5000));
+    std::uniform_int_distribution<int> jitter(0, static_cast<int>(base.count() / 2));
+    return base + std::chrono::milliseconds(jitter(rng_));
+  }
+  void Reset() { delay_ = std::chrono::milliseconds(100); }
+
+ private:
+  std::chrono::milliseconds delay_{100};
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+// Sleeps up to `d`, returning early when `stop` is set.
+void SleepUnlessStopped(std::chrono::milliseconds d, const std::atomic<bool>& stop) {
+  auto end = std::chrono::steady_clock::now() + d;
+  while (!stop && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::min(d, std::chrono::milliseconds(50)));
+}
+
+std::string DefaultWorkerId() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return fmt::format("{}-{}", host, ::getpid());
+}
+
+class Daemon {
+ public:
+  Daemon(const DaemonOptions& options, const std::atomic<bool>& stop)
+      : options_(options), stop_(stop), sandbox_(options.job_time_limit) {
+    std::shared_ptr<grpc::ChannelCredentials> credentials =
+        options.tls_ca_pem.empty()
+            ? grpc::InsecureChannelCredentials()
+            : grpc::SslCredentials(grpc::SslCredentialsOptions{options.tls_ca_pem, "", ""});
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    stub_ = v1::WorkerHub::NewStub(grpc::CreateCustomChannel(options.server, credentials, args));
+    worker_id_ = options.worker_id.empty() ? DefaultWorkerId() : options.worker_id;
+    if (!options.target.empty()) {
+      target_.set_fingerprint(options.target);
+    } else if (options.synthetic) {
+      target_.set_fingerprint("synthetic");
+    } else {
+      const codegen::TargetInfo& host = codegen::HostTarget();
+      target_.set_fingerprint(host.Fingerprint());
+      target_.set_cpu(host.cpu);
+      target_.set_triple(host.triple);
+      for (const std::string& f : host.features) target_.add_features(f);
+    }
+    cores_ =
+        options.cores > 0 ? options.cores : static_cast<int>(std::thread::hardware_concurrency());
+    target_.set_cores(cores_);
+  }
+
+  int Run() {
+    std::thread heartbeat([this] { HeartbeatLoop(); });
+    int code = MainLoop();
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    heartbeat.join();
+    return code;
+  }
+
+ private:
+  void Prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout) const {
+    if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
+  }
+
+  // Returns false when the server refused the token (fatal).
+  bool Register() {
+    for (Backoff backoff; !stop_;) {
+      grpc::ClientContext context;
+      Prepare(context, std::chrono::seconds(10));
+      v1::RegisterRequest request;
+      request.set_worker_id(worker_id_);
+      *request.mutable_target() = target_;
+      request.set_cores(cores_);
+      request.set_version("fusetune 0.1.0");
+      v1::RegisterResponse response;
+      grpc::Status status = stub_->Register(&context, request, &response);
+      if (status.ok()) {
+        std::lock_guard lock(mutex_);
+        worker_id_ = response.worker_id();
+        heartbeat_interval_ =
+            std::chrono::milliseconds(std::max(100, response.heartbeat_interval_ms()));
+        registered_ = true;
+        spdlog::info("registered with {} as {}", options_.server, worker_id_);
+        return true;
+      }
+      if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+          status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        spdlog::error("the server refused this worker: {}", status.error_message());
+        return false;
+      }
+      auto wait = backoff.Next();
+      spdlog::warn("cannot reach {} ({}); retrying in {} ms", options_.server,
+                   status.error_message(), wait.count());
+      SleepUnlessStopped(wait, stop_);
+    }
+    return true;
+  }
+
+  bool registered() {
+    std::lock_guard lock(mutex_);
+    return registered_;
+  }
+  void Forget() {
+    std::lock_guard lock(mutex_);
+    registered_ = false;
+  }
+
+  int MainLoop() {
+    std::optional<v1::MeasurementJob> next;
+    Backoff backoff;
+    while (!stop_) {
+      if (!registered() && !Register()) return 2;
+      if (stop_) break;
+      if (!next) {
+        grpc::ClientContext context;
+        Prepare(context, std::chrono::milliseconds(kLeaseWaitMs) + kRpcSlack);
+        v1::LeaseJobRequest request;
+        request.set_worker_id(worker_id_);
+        request.set_wait_ms(kLeaseWaitMs);
+        v1::LeaseJobResponse response;
+        grpc::Status status = stub_->LeaseJob(&context, request, &response);
+        if (!status.ok()) {
+          if (!HandleError(status, "lease", backoff)) return 2;
+          continue;
+        }
+        backoff.Reset();
+        if (!response.has_job()) continue;
+        next = response.job();
+      }
+      v1::MeasurementJob job = std::move(*next);
+      next.reset();
+      v1::MeasurementResult result = RunOne(job);
+      if (!Report(result, next)) return 2;
+    }
+    return 0;
+  }
+
+  // Logs a failed call and decides what follows; false when the worker must exit.
+  bool HandleError(const grpc::Status& status, const char* what, Backoff& backoff) {
+    switch (status.error_code()) {
+      case grpc::StatusCode::UNAUTHENTICATED:
+        spdlog::error("the server refused this worker: {}", status.error_message());
+        return false;
+      case grpc::StatusCode::FAILED_PRECONDITION:
+        spdlog::warn("{}: {}; registering again", what, status.error_message());
+        Forget();
+        return true;
+      default: {
+        auto wait = backoff.Next();
+        spdlog::warn("{}: {} ({}); retrying in {} ms", what, status.error_message(),
+                     static_cast<int>(status.error_code()), wait.count());
+        SleepUnlessStopped(wait, stop_);
+        return true;
+      }
+    }
+  }
+
+  v1::MeasurementResult RunOne(const v1::MeasurementJob& message) {
+    {
+      std::lock_guard lock(mutex_);
+      current_job_ = message.job_id();
+    }
+    auto start = std::chrono::steady_clock::now();
+    v1::MeasurementResult out;
+    try {
+      MeasureJob job = JobFromProto(message);
+      if (options_.job_delay_ms > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(options_.job_delay_ms));
+      JobResult result = options_.synthetic ? SyntheticResult(job) : sandbox_.Run(job);
+      result.id = message.job_id();
+      result.target = target_.fingerprint();
+      out = ResultToProto(result);
+      int ran = 0;
+      for (const PlanTiming& p : result.plans) ran += p.ok ? 1 : 0;
+      spdlog::info(
+          "job {} done in {:.0f} ms ({} of {} plans ran)", message.job_id(),
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count(),
+          ran, result.plans.size());
+    } catch (const std::exception& e) {
+      out.set_job_id(message.job_id());
+      out.set_failure(fmt::format("the worker could not read the job: {}", e.what()));
+      spdlog::warn("job {}: {}", message.job_id(), out.failure());
+    }
+    out.set_worker_id(worker_id_);
+    {
+      std::lock_guard lock(mutex_);
+      current_job_ = 0;
+    }
+    return out;
+  }
+
+  // Reports until the server has the result (or says it cannot take it); leases the next job in
+  // the same call. False when the worker must exit.
+  bool Report(const v1::MeasurementResult& result, std::optional<v1::MeasurementJob>& next) {
+    for (Backoff backoff; !stop_;) {
+      if (!registered() && !Register()) return false;
+      grpc::ClientContext context;
+      Prepare(context, std::chrono::milliseconds(kLeaseWaitMs) + kRpcSlack);
+      v1::ReportResultRequest request;
+      *request.mutable_result() = result;
+      request.mutable_result()->set_worker_id(worker_id_);
+      request.set_lease_next(true);
+      request.set_wait_ms(kLeaseWaitMs);
+      v1::ReportResultResponse response;
+      grpc::Status status = stub_->ReportResult(&context, request, &response);
+      if (status.ok()) {
+        if (response.duplicate())
+          spdlog::info("job {} was already done elsewhere", result.job_id());
+        if (response.has_next_job()) next = response.next_job();
+        return true;
+      }
+      if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+          status.error_code() == grpc::StatusCode::NOT_FOUND) {
+        spdlog::error("the server refused the result of job {}: {}", result.job_id(),
+                      status.error_message());
+        return true;
+      }
+      if (!HandleError(status, "report", backoff)) return false;
+    }
+    return true;
+  }
+
+  void HeartbeatLoop() {
+    for (;;) {
+      std::chrono::milliseconds interval;
+      int64_t current;
+      bool registered;
+      std::string id;
+      {
+        std::lock_guard lock(mutex_);
+        if (done_) return;
+        interval = heartbeat_interval_;
+        current = current_job_;
+        registered = registered_;
+        id = worker_id_;
+      }
+      SleepUntilDone(interval);
+      if (!registered) continue;
+      grpc::ClientContext context;
+      Prepare(context, std::chrono::seconds(5));
+      v1::HeartbeatRequest request;
+      request.set_worker_id(id);
+      request.set_current_job_id(current);
+      v1::HeartbeatResponse response;
+      grpc::Status status = stub_->Heartbeat(&context, request, &response);
+      if (status.ok() && !response.registered()) {
+        spdlog::warn("the server does not know this worker; registering again");
+        Forget();
+      }
+    }
+  }
+
+  void SleepUntilDone(std::chrono::milliseconds d) {
+    auto end = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < end) {
+      {
+        std::lock_guard lock(mutex_);
+        if (done_) return;
+      }
+      std::this_thread::sleep_for(std::min(d, std::chrono::milliseconds(50)));
+    }
+  }
+
+  const DaemonOptions& options_;
+  const std::atomic<bool>& stop_;
+  Sandbox sandbox_;
+  std::unique_ptr<v1::WorkerHub::Stub> stub_;
+  v1::Target target_;
+  int cores_ = 1;
+  std::mutex mutex_;
+  std::string worker_id_;
+  bool registered_ = false;
+  bool done_ = false;
+  int64_t current_job_ = 0;
+  std::chrono::milliseconds heartbeat_interval_{1000};
+};
+
+}  // namespace
+
+int RunWorkerDaemon(const DaemonOptions& options, const std::atomic<bool>& stop) {
+  return Daemon(options, stop).Run();
+}
+
+JobResult SyntheticResult(const MeasureJob& job) {
+  JobResult result;
+  result.id = job.id;
+  for (const JobPlan& plan : job.plans) {
+    PlanTiming t;
+    t.name = plan.name;
+    nlohmann::json doc = nlohmann::json::parse(plan.json);
+    for (const auto& group : doc.at("groups")) {
+      // 4 µs per op plus 6 µs per kernel launch, and schedules differ by a few percent.
+      double ops = static_cast<double>(group.at("nodes").size());
+      std::string schedule = group.value("schedule", "");
+      double factor = 1.0 + 0.03 * static_cast<double>(std::hash<std::string>{}(schedule) % 4);
+      double us = (6.0 + 4.0 * ops) * factor;
+      t.kernel_us.push_back(us);
+      t.median_us += us;
+    }
+    t.ok = t.median_us > 0;
+    if (!t.ok) t.reason = "the plan has no groups";
+    t.min_us = t.median_us * 0.98;
+    t.number = t.ok ? 1 : 0;
+    t.repeat = t.ok ? 1 : 0;
+    result.plans.push_back(std::move(t));
+  }
+  return result;
+}
+
+}  // namespace fusetune
