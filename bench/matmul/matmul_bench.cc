@@ -1,11 +1,22 @@
-// matmul_bench: fusetune's matmul kernels against oneDNN's sgemm, timed in the same run.
+// matmul_bench: fusetune's matmul kernels against oneDNN's sgemm, timed in the same run
+// (round-robin repeats, medians; see timing.h). Every kernel is compiled from a Relay graph
+// through CompileGroup, the path the worker uses.
 //
-//   matmul_bench [--sweep] [bmm] [seed] [dense] [compile]     (no section names: all of them)
+//   matmul_bench [--sweep] [bmm] [seed] [dense] [compile] [asm]   (no section: all but asm,
+//   asm-dense)
 //
-// bmm      batch_matmul [12,S,64]·[12,S,64]ᵀ, S = 128, 256, 512, B packing inside the timed call;
-//          1 thread vs oneDNN 1 thread; 2 threads vs the better of oneDNN at 2 threads and two
-//          1-thread oneDNN calls splitting the batch. --sweep also times every schedule.
-// Peers: run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (see BENCHMARKS.md).
+// bmm      batch_matmul [12,S,64]·[12,S,64]ᵀ, S = 128, 256, 512, B packing inside the timed call:
+//          1 thread vs oneDNN at 1 thread; 2 threads vs the better of oneDNN at 2 threads and two
+//          1-thread oneDNN calls splitting the batch (an OpenMP region of 2). --sweep: every
+//          schedule of the space too.
+// seed     batch_matmul + ones_like + where at S=256 fused in one kernel, vs our batch_matmul
+//          alone and vs our unfused plan (3 kernels).
+// dense    nn.dense [128,768]·[3072,768]ᵀ + bias + tanh-GELU fused, vs our unfused plan (11
+//          kernels), our dense alone, and oneDNN sgemm + a plain C++ epilogue loop (one pass,
+//          std::tanh); numpy's epilogue alone is timed in a subprocess when python3-numpy exists.
+// compile  lowering / O3 / codegen times of the benchmark kernels (median of 5).
+// Peers: run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (BENCHMARKS.md, "Matmul").
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,14 +24,20 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "bench/matmul/timing.h"
+#include "ir/fusion.h"
+#include "ir/interpreter.h"
 #include "ir/matmul_schedule.h"
+#include "ir/text/relay_parser.h"
+#include "worker/codegen/compile.h"
 #include "worker/codegen/jit.h"
-#include "worker/codegen/kernel_abi.h"
 #include "worker/codegen/runtime/thread_pool.h"
-#include "worker/codegen/templates/matmul_emit.h"
+#include "worker/codegen/templates/matmul.h"
 
 #ifdef FUSETUNE_HAVE_DNNL
 #include <dnnl.h>
@@ -30,95 +47,123 @@
 namespace fusetune::bench {
 namespace {
 
+using codegen::CompiledKernel;
 using codegen::Jit;
-using codegen::KernelFn;
-
-std::vector<float> RandomFloats(int64_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-struct Compiled {
-  std::unique_ptr<codegen::JitCode> code;
-  KernelFn fn = nullptr;
-  double compile_ms = 0;
-};
-
-// The plain product through the emitter (no graph), at a schedule resolved for `threads`.
-Compiled CompileProduct(Jit& jit, const MatmulLayout& l, const Schedule& s, int threads) {
-  double t0 = NowUs();
-  auto module = jit.NewModule("mm");
-  codegen::MatmulKernelDesc desc;
-  desc.name = jit.UniqueName("mm");
-  desc.layout = l;
-  desc.tiling = ResolveMatmulTiling(l, s, threads);
-  desc.a = codegen::OperandA(l, 0, false);
-  desc.b = codegen::OperandB(l, 1, false);
-  desc.acc_buffer = 2;
-  codegen::StoreEpilogue store(2, l.n);
-  codegen::EmitMatmulFunction(module->module(), desc, store, jit.target());
-  jit.Verify(*module);
-  jit.Optimize(*module, 3);
-  Compiled c;
-  c.code = jit.Load(std::move(module));
-  c.fn = reinterpret_cast<KernelFn>(c.code->Lookup(desc.name));
-  c.compile_ms = (NowUs() - t0) / 1000;
-  return c;
-}
 
 void SetOurThreads(int t) { runtime::SetNumThreads(t); }
 
-double Gflops(const MatmulLayout& l, double us) {
-  return 2.0 * l.batch * l.m * l.n * l.k / us / 1e3;
+// A graph with a tensor for every value and a sequence of compiled groups over them.
+class PlanRunner {
+ public:
+  explicit PlanRunner(const std::string& text) : graph_(ParseRelay(text, "bench.relay")) {
+    std::vector<Tensor> inputs = RandomInputs(graph_, 7);
+    values_.resize(graph_.values().size());
+    for (size_t i = 0; i < graph_.params().size(); ++i) values_[graph_.params()[i]] = inputs[i];
+    for (size_t v = 0; v < values_.size(); ++v) {
+      const auto& value = graph_.values()[v];
+      if (value.kind == ValueKind::kConst) values_[v] = *value.data;
+      if (value.kind == ValueKind::kNode) values_[v] = Tensor(value.type);
+    }
+  }
+  const Graph& graph() const { return graph_; }
+  Tensor& value(const std::string& name) { return values_[*graph_.FindByName(name)]; }
+
+  FusedGroup Group(const std::vector<std::string>& names) const {
+    std::vector<ValueId> ids;
+    for (const std::string& n : names) ids.push_back(*graph_.FindByName(n));
+    std::string why;
+    auto g = AnalyzeGroup(graph_, ids, &why);
+    if (!g) throw std::runtime_error("not a group: " + why);
+    return *g;
+  }
+
+  // Adds a kernel for the group to the sequence; returns its compile times.
+  codegen::CompileTimes Add(Jit& jit, const std::vector<std::string>& names, int threads,
+                            const Schedule& s = {}) {
+    FusedGroup g = Group(names);
+    codegen::CompileOptions options;
+    options.threads = threads;
+    kernels_.push_back(codegen::CompileGroup(graph_, g, s, jit, options));
+    std::vector<void*> buffers;
+    for (ValueId v : g.inputs) buffers.push_back(values_[v].data());
+    for (ValueId v : g.outputs) buffers.push_back(values_[v].data());
+    buffers_.push_back(std::move(buffers));
+    return kernels_.back()->times();
+  }
+  void Run() {
+    for (size_t i = 0; i < kernels_.size(); ++i) kernels_[i]->Run(buffers_[i].data());
+  }
+
+ private:
+  Graph graph_;
+  std::vector<Tensor> values_;
+  std::vector<std::unique_ptr<CompiledKernel>> kernels_;
+  std::vector<std::vector<void*>> buffers_;
+};
+
+std::string T(std::vector<int64_t> shape) {
+  std::string s = "Tensor[(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",), float32]" : "), float32]");
 }
 
-MatmulLayout BmmLayout(int64_t s) {
-  MatmulLayout l;
-  l.batched = true;
-  l.batch = 12;
-  l.m = l.n = s;
-  l.k = 64;
-  l.transpose_b = true;
-  return l;
+std::string BmmText(int64_t s) {
+  return fmt::format("fn (%x: {}, %y: {}) {{ nn.batch_matmul(%x, %y) }}", T({12, s, 64}),
+                     T({12, s, 64}));
 }
 
-// The target assembly of the default kernel for S=256 (to check the micro-kernel's code).
-void PrintAssembly(Jit& jit) {
-  MatmulLayout l = BmmLayout(256);
-  auto module = jit.NewModule("mm");
-  codegen::MatmulKernelDesc desc;
-  desc.name = "mm_asm";
-  desc.layout = l;
-  desc.tiling = ResolveMatmulTiling(l, {}, 1);
-  desc.a = codegen::OperandA(l, 0, false);
-  desc.b = codegen::OperandB(l, 1, false);
-  desc.acc_buffer = 2;
-  codegen::StoreEpilogue store(2, l.n);
-  codegen::EmitMatmulFunction(module->module(), desc, store, jit.target());
-  jit.Optimize(*module, 3);
-  std::printf("%s\n", jit.Assembly(*module).c_str());
+std::string SeedText(int64_t s) {
+  return fmt::format(
+      "fn (%x: {}, %y: {}, %z: {}) {{\n  %0 = nn.batch_matmul(%x, %y);\n  %1 = ones_like(%0);\n  "
+      "where(%z, %0, "
+      "%1)\n}}",
+      T({12, s, 64}), T({12, s, 64}), T({12, s, s}));
+}
+
+std::string DenseGeluText() {
+  return fmt::format(
+      "fn (%x: {}, %w: {}, %b: {}) {{\n"
+      "  %0 = nn.dense(%x, %w);\n  %1 = add(%0, %b);\n  %2 = multiply(%1, 0.044715f);\n"
+      "  %3 = multiply(%2, %1);\n  %4 = multiply(%3, %1);\n  %5 = add(%1, %4);\n"
+      "  %6 = multiply(%5, 0.797885f);\n  %7 = tanh(%6);\n  %8 = add(%7, 1f);\n"
+      "  %9 = multiply(%1, 0.5f);\n  multiply(%9, %8)\n}}",
+      T({128, 768}), T({3072, 768}), T({3072}));
+}
+const std::vector<std::string> kGeluNodes{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"};
+
+double Gflops(double flops, double us) { return flops / us / 1e3; }
+
+void Print(const std::vector<Candidate>& cands, double flops) {
+  for (const Candidate& c : cands) {
+    if (flops > 0) {
+      std::printf("  %-58s %10.1f us %7.1f GFLOP/s\n", c.name.c_str(), c.median_us,
+                  Gflops(flops, c.median_us));
+    } else {
+      std::printf("  %-58s %10.1f us\n", c.name.c_str(), c.median_us);
+    }
+  }
+}
+
+Candidate Ours(const std::string& name, int threads, PlanRunner* plan) {
+  return {name, [threads] { SetOurThreads(threads); }, [plan] { plan->Run(); }};
 }
 
 void BenchBmm(Jit& jit, bool sweep) {
   std::printf("\n== batch_matmul [12,S,64]·[12,S,64]ᵀ (B packing inside the call) ==\n");
   for (int64_t s : {128, 256, 512}) {
-    MatmulLayout l = BmmLayout(s);
-    std::vector<float> a = RandomFloats(12 * s * 64, 1), b = RandomFloats(12 * s * 64, 2),
-                       c(12 * s * s);
-    void* buffers[] = {a.data(), b.data(), c.data()};
-    std::vector<Compiled> keep;
+    const double flops = 2.0 * 12 * s * s * 64;
+    std::vector<std::unique_ptr<PlanRunner>> plans;
     std::vector<Candidate> cands;
     for (int t : {1, 2}) {
-      keep.push_back(CompileProduct(jit, l, {}, t));
-      KernelFn fn = keep.back().fn;
-      cands.push_back({"ours " + std::to_string(t) + "t", [t] { SetOurThreads(t); },
-                       [fn, &buffers] { fn(buffers); }});
+      plans.push_back(std::make_unique<PlanRunner>(BmmText(s)));
+      plans.back()->Add(jit, {"0"}, t);
+      cands.push_back(Ours("ours 1t", t, plans.back().get()));
+      cands.back().name = fmt::format("ours {}t", t);
     }
 #ifdef FUSETUNE_HAVE_DNNL
-    float *pa = a.data(), *pb = b.data(), *pc = c.data();
+    PlanRunner& p = *plans[0];
+    float *pa = p.value("x").as<float>(), *pb = p.value("y").as<float>(),
+          *pc = p.value("0").as<float>();
     auto sgemm_range = [=](int64_t b0, int64_t b1) {
       for (int64_t bi = b0; bi < b1; ++bi)
         dnnl_sgemm('N', 'T', s, s, 64, 1.0f, pa + bi * s * 64, 64, pb + bi * s * 64, 64, 0.0f,
@@ -126,7 +171,7 @@ void BenchBmm(Jit& jit, bool sweep) {
     };
     cands.push_back({"onednn 1t", [] { omp_set_num_threads(1); }, [=] { sgemm_range(0, 12); }});
     cands.push_back({"onednn 2t", [] { omp_set_num_threads(2); }, [=] { sgemm_range(0, 12); }});
-    cands.push_back({"onednn 2x1t split", [] { omp_set_num_threads(2); },
+    cands.push_back({"onednn 2x1t (batch split)", [] { omp_set_num_threads(2); },
                      [=] {
 #pragma omp parallel num_threads(2)
                        {
@@ -137,27 +182,166 @@ void BenchBmm(Jit& jit, bool sweep) {
 #endif
     if (sweep) {
       for (int t : {1, 2}) {
-        for (const Schedule& sch : MatmulScheduleSpace(l, t)) {
-          keep.push_back(CompileProduct(jit, l, sch, t));
-          KernelFn fn = keep.back().fn;
-          cands.push_back({"t" + std::to_string(t) + " " + sch.ToString(),
-                           [t] { SetOurThreads(t); }, [fn, &buffers] { fn(buffers); }});
+        PlanRunner probe(BmmText(s));
+        for (const Schedule& sch : MatmulScheduleSpace(
+                 codegen::GroupMatmulLayout(probe.graph(), probe.Group({"0"})), t)) {
+          plans.push_back(std::make_unique<PlanRunner>(BmmText(s)));
+          plans.back()->Add(jit, {"0"}, t, sch);
+          cands.push_back(Ours(fmt::format("t{} {}", t, sch.ToString()), t, plans.back().get()));
         }
       }
     }
-    Compare(cands, sweep ? 5 : 9, sweep ? 15 : 30);
+    Compare(cands, sweep ? 5 : 11, sweep ? 15 : 40);
     std::printf("S=%lld\n", static_cast<long long>(s));
-    for (const Candidate& c : cands)
-      std::printf("  %-60s %9.1f us  %6.1f GFLOP/s\n", c.name.c_str(), c.median_us,
-                  Gflops(l, c.median_us));
+    Print(cands, flops);
 #ifdef FUSETUNE_HAVE_DNNL
     double ours1 = cands[0].median_us, ours2 = cands[1].median_us, dnnl1 = cands[2].median_us;
     double dnnl2 = std::min(cands[3].median_us, cands[4].median_us);
-    std::printf("  ratio 1t: ours/oneDNN throughput %.2f (target >= 1.10)\n", dnnl1 / ours1);
-    std::printf("  ratio 2t: ours/best(oneDNN 2t, 2x1t) throughput %.2f (target >= 1.10)\n",
+    std::printf("  ratio 1t  ours/oneDNN throughput:                 %.2f  (target >= 1.10)\n",
+                dnnl1 / ours1);
+    std::printf("  ratio 2t  ours/best(oneDNN 2t, 2x1t) throughput:  %.2f  (target >= 1.10)\n",
                 dnnl2 / ours2);
 #endif
   }
+}
+
+void BenchSeed(Jit& jit) {
+  std::printf("\n== seed: batch_matmul + ones_like + where, S=256 ==\n");
+  for (int t : {1, 2}) {
+    PlanRunner fused(SeedText(256)), alone(SeedText(256)), unfused(SeedText(256));
+    fused.Add(jit, {"0", "1", "2"}, t);
+    alone.Add(jit, {"0"}, t);
+    for (const char* n : {"0", "1", "2"}) unfused.Add(jit, {n}, t);
+    std::vector<Candidate> cands{Ours("fused (1 kernel)", t, &fused),
+                                 Ours("batch_matmul alone", t, &alone),
+                                 Ours("unfused plan (3 kernels)", t, &unfused)};
+    Compare(cands, 11, 40);
+    std::printf("%d thread(s)\n", t);
+    Print(cands, 2.0 * 12 * 256 * 256 * 64);
+    std::printf("  fused / batch_matmul alone: %.3f  (target <= 1.10)\n",
+                cands[0].median_us / cands[1].median_us);
+    std::printf("  fused / unfused plan:       %.3f  (target < 1)\n",
+                cands[0].median_us / cands[2].median_us);
+  }
+}
+
+// numpy's time for the bias + tanh-GELU epilogue on [128, 3072] (out= forms, no temporaries), in
+// microseconds, or a negative number when python3-numpy is missing.
+double NumpyEpilogueUs() {
+  const char* script =
+      "import numpy as np, timeit\n"
+      "x = np.random.rand(128, 3072).astype(np.float32); b = "
+      "np.random.rand(3072).astype(np.float32)\n"
+      "y = np.empty_like(x); t = np.empty_like(x)\n"
+      "def epi():\n"
+      "    np.add(x, b, out=y); np.multiply(y, y, out=t); np.multiply(t, y, out=t)\n"
+      "    np.multiply(t, np.float32(0.044715), out=t); np.add(t, y, out=t)\n"
+      "    np.multiply(t, np.float32(0.797885), out=t); np.tanh(t, out=t); np.add(t, "
+      "np.float32(1), out=t)\n"
+      "    np.multiply(t, y, out=t); np.multiply(t, np.float32(0.5), out=t)\n"
+      "r = timeit.repeat(epi, number=50, repeat=9); r.sort(); print(r[4] / 50 * 1e6)\n";
+  std::string cmd =
+      std::string("OMP_NUM_THREADS=1 /usr/bin/python3 -c '") + script + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  double us = -1;
+  if (std::fscanf(p, "%lf", &us) != 1) us = -1;
+  pclose(p);
+  return us;
+}
+
+void BenchDense(Jit& jit) {
+  std::printf("\n== nn.dense [128,768]·[3072,768]ᵀ + bias + tanh-GELU ==\n");
+  const double flops = 2.0 * 128 * 3072 * 768;
+  for (int t : {1, 2}) {
+    PlanRunner fused(DenseGeluText()), alone(DenseGeluText()), unfused(DenseGeluText());
+    fused.Add(jit, kGeluNodes, t);
+    alone.Add(jit, {"0"}, t);
+    for (const std::string& n : kGeluNodes) unfused.Add(jit, {n}, t);
+    std::vector<Candidate> cands{Ours("fused (1 kernel)", t, &fused),
+                                 Ours("dense alone", t, &alone),
+                                 Ours("unfused plan (11 kernels)", t, &unfused)};
+#ifdef FUSETUNE_HAVE_DNNL
+    PlanRunner& p = alone;
+    const float *x = p.value("x").as<float>(), *w = p.value("w").as<float>(),
+                *bias = p.value("b").as<float>();
+    float* y = p.value("0").as<float>();
+    float* out = p.value("10").as<float>();
+    auto sgemm = [=] { dnnl_sgemm('N', 'T', 128, 3072, 768, 1.0f, x, 768, w, 768, 0.0f, y, 3072); };
+    // The peer epilogue: one pass in plain C++ (GCC -O2, std::tanh from libm, not vectorized).
+    auto epilogue = [=](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < 3072; ++c) {
+          float v = y[r * 3072 + c] + bias[c];
+          out[r * 3072 + c] =
+              0.5f * v * (1.0f + std::tanh(0.797885f * (v + 0.044715f * v * v * v)));
+        }
+    };
+    cands.push_back({"onednn sgemm", [t] { omp_set_num_threads(t); }, sgemm});
+    cands.push_back({"onednn sgemm + C++ epilogue loop", [t] { omp_set_num_threads(t); },
+                     [=] {
+                       sgemm();
+#pragma omp parallel for num_threads(t)
+                       for (int part = 0; part < t; ++part)
+                         epilogue(part * 128 / t, (part + 1) * 128 / t);
+                     }});
+#endif
+    Compare(cands, 11, 40);
+    std::printf("%d thread(s)\n", t);
+    Print(cands, flops);
+    std::printf("  fused / dense alone:   %.3f\n", cands[0].median_us / cands[1].median_us);
+    std::printf("  fused / unfused plan:  %.3f\n", cands[0].median_us / cands[2].median_us);
+#ifdef FUSETUNE_HAVE_DNNL
+    std::printf("  fused / (oneDNN sgemm + C++ epilogue): %.3f\n",
+                cands[0].median_us / cands[4].median_us);
+    std::printf("  dense alone / oneDNN sgemm:            %.3f\n",
+                cands[1].median_us / cands[3].median_us);
+    if (t == 1) {
+      double np_us = NumpyEpilogueUs();
+      if (np_us > 0) {
+        std::printf(
+            "  numpy epilogue alone (subprocess, 1 thread): %.1f us; oneDNN sgemm + numpy "
+            "epilogue: %.1f us\n",
+            np_us, cands[3].median_us + np_us);
+        std::printf("  fused / (oneDNN sgemm + numpy epilogue): %.3f\n",
+                    cands[0].median_us / (cands[3].median_us + np_us));
+      }
+    }
+#endif
+  }
+}
+
+void BenchCompile(Jit& jit) {
+  std::printf("\n== compile time (lowering + O3 + codegen, median of 5) ==\n");
+  struct Item {
+    std::string name, text;
+    std::vector<std::string> nodes;
+  };
+  std::vector<Item> items{{"batch_matmul S=512", BmmText(512), {"0"}},
+                          {"seed fused S=256", SeedText(256), {"0", "1", "2"}},
+                          {"dense + bias + tanh-GELU fused", DenseGeluText(), kGeluNodes}};
+  for (const Item& item : items) {
+    for (int t : {1, 2}) {
+      std::vector<codegen::CompileTimes> times;
+      for (int r = 0; r < 5; ++r) {
+        PlanRunner plan(item.text);
+        times.push_back(plan.Add(jit, item.nodes, t));
+      }
+      std::sort(times.begin(), times.end(),
+                [](auto& a, auto& b) { return a.total_ms() < b.total_ms(); });
+      const auto& m = times[2];
+      std::printf("  %-34s %dt: %6.1f ms (lower %5.1f, O3 %5.1f, codegen %5.1f)  (target <= 60)\n",
+                  item.name.c_str(), t, m.total_ms(), m.lower_ms, m.optimize_ms, m.codegen_ms);
+    }
+  }
+}
+
+void PrintAssembly(Jit& jit, bool dense) {
+  PlanRunner plan(dense ? DenseGeluText() : SeedText(256));
+  std::vector<std::string> nodes = dense ? kGeluNodes : std::vector<std::string>{"0", "1", "2"};
+  auto module = codegen::EmitGroupModule(plan.graph(), plan.Group(nodes), {}, jit, "fused");
+  jit.Optimize(*module, 3);
+  std::printf("%s\n", jit.Assembly(*module).c_str());
 }
 
 }  // namespace
@@ -177,9 +361,18 @@ int main(int argc, char** argv) {
   auto want = [&](const char* s) { return sections.empty() || sections.count(s); };
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("OPENBLAS_L2_SIZE"))
     std::printf("note: OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set; unset them for peer runs\n");
+  // Start the pool's worker before any timed call (see tests/matmul: a worker that starts after the
+  // first job is posted can miss it).
+  fusetune::runtime::SetNumThreads(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  fusetune::runtime::SetNumThreads(1);
   fusetune::codegen::Jit jit;
   std::printf("target: %s\n", jit.target().Fingerprint().c_str());
-  if (sections.count("asm")) PrintAssembly(jit);
+  if (sections.count("asm")) PrintAssembly(jit, false);
+  if (sections.count("asm-dense")) PrintAssembly(jit, true);
   if (want("bmm")) BenchBmm(jit, sweep);
+  if (want("seed")) BenchSeed(jit);
+  if (want("dense")) BenchDense(jit);
+  if (want("compile")) BenchCompile(jit);
   return 0;
 }

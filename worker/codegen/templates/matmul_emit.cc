@@ -5,6 +5,7 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
@@ -69,6 +70,7 @@ class Emitter {
   void EmitLoop(MatmulBuilder& b, Value* start, Value* end, int64_t step, const std::string& name,
                 const std::function<void(MatmulBuilder&, Value*)>& body);
   Value* LaneMask(MatmulBuilder& b, int lanes);
+  llvm::MDNode* NoUnroll();
 
   llvm::Module& module_;
   llvm::LLVMContext& ctx_;
@@ -123,8 +125,19 @@ void Emitter::EmitLoop(MatmulBuilder& b, Value* start, Value* end, int64_t step,
   body(b, i);
   Value* next = b.CreateAdd(i, I64(step), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
   i->addIncoming(next, b.GetInsertBlock());
-  b.CreateBr(head);
+  b.CreateBr(head)->setMetadata(llvm::LLVMContext::MD_loop, NoUnroll());
   b.SetInsertPoint(exit);
+}
+
+// Loop metadata that keeps O3 from unrolling a loop: the driver's loops have constant trip
+// counts that O3 would unroll fully (16 copies of a tile call, 3 k blocks), which multiplied
+// compile time for no speed; the k loop is unrolled by the ku knob already.
+llvm::MDNode* Emitter::NoUnroll() {
+  llvm::Metadata* ops[] = {
+      nullptr, llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})};
+  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
+  id->replaceOperandWith(0, id);  // a loop id refers to itself
+  return id;
 }
 
 Value* Emitter::LaneMask(MatmulBuilder& b, int lanes) {
@@ -232,7 +245,7 @@ Function* Emitter::EmitTile(const TileShape& s) {
     Value* next = b.CreateAdd(k, I64(steps), "k.next", true, true);
     k->addIncoming(next, b.GetInsertBlock());
     for (int x = 0; x < count; ++x) acc_phi[x]->addIncoming(acc[x], b.GetInsertBlock());
-    b.CreateBr(head);
+    b.CreateBr(head)->setMetadata(llvm::LLVMContext::MD_loop, NoUnroll());
     b.SetInsertPoint(exit);
     return std::vector<Value*>(acc_phi.begin(), acc_phi.end());
   };
