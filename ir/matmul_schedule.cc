@@ -11,25 +11,39 @@
 namespace fusetune {
 namespace {
 
-constexpr int kLanes = 16;                     // floats per 512-bit vector
-constexpr int64_t kPackedBBudget = 256 << 10;  // bytes of packed B per task (L2 share)
-constexpr int64_t kDefaultKc = 256;            // k block when K is large
+constexpr int kLanes = 16;               // floats per 512-bit vector
+constexpr int64_t kL1Block = 32 << 10;   // packed B block that stays in L1 (48 KiB here)
+constexpr int64_t kL2Block = 512 << 10;  // packed B block that stays in L2 (2 MiB here)
+constexpr int64_t kWholeK = 1024;        // up to this K, one k block (no partial sums)
+constexpr int64_t kDefaultKc = 512;      // k block when K is larger
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
 // The k block: whole K when small (no partial sums), else K split evenly near kDefaultKc.
 int64_t DefaultKc(int64_t k) {
-  if (k <= 2 * kDefaultKc) return k;
+  if (k <= kWholeK) return k;
   return CeilDiv(k, CeilDiv(k, kDefaultKc));
 }
 
-// Cache blocks: packed B within its budget, and enough tasks to keep every thread busy with
-// little imbalance (a multiple of the thread count, or many tasks). Splitting n is preferred,
-// since splitting m makes every m block pack the same B again.
-void DefaultBlocks(const MatmulLayout& l, int threads, MatmulTiling& t) {
-  int64_t nblocks = std::max<int64_t>(1, CeilDiv(l.n * t.kc * 4, kPackedBBudget));
-  t.nc = RoundUp(CeilDiv(l.n, nblocks), t.nr);
+// The widest tile column count (64, 32 or 16 floats) that fits the registers with `mr` rows.
+int64_t DefaultNr(int64_t mr, const MatmulLayout& l) {
+  for (int nr : {64, 32, 16}) {
+    if (nr > RoundUp(l.n, kLanes) && nr > kLanes) continue;
+    if (MatmulTileFitsRegisters(static_cast<int>(mr), nr)) return nr;
+  }
+  return kLanes;
+}
+
+// 16 accumulators: 4 x 64 (measured best here for K = 64 and 768), 8 x 32, 8 x 16.
+int64_t DefaultMr(int64_t nr) { return std::clamp<int64_t>(16 / (nr / kLanes), 1, 8); }
+
+// Cache blocks: packed B within `budget` bytes, and enough tasks to keep every thread busy
+// with little imbalance (a multiple of the thread count, or many tasks). Splitting n is
+// preferred, since splitting m makes every m block pack the same B again.
+void DefaultBlocks(const MatmulLayout& l, int threads, int64_t budget, MatmulTiling& t) {
+  t.nc = std::clamp<int64_t>(budget / (t.kc * 4) / t.nr * t.nr, t.nr, RoundUp(l.n, t.nr));
+  t.nc = RoundUp(CeilDiv(l.n, t.NBlocks(l)), t.nr);  // equal blocks
   t.mc = RoundUp(l.m, t.mr);
   auto balanced = [&] {
     int64_t tasks = t.Tasks(l);
@@ -37,7 +51,7 @@ void DefaultBlocks(const MatmulLayout& l, int threads, MatmulTiling& t) {
   };
   for (int guard = 0; guard < 64 && !balanced(); ++guard) {
     if (t.nc > t.nr) {
-      nblocks = t.NBlocks(l) + 1;
+      int64_t nblocks = t.NBlocks(l) + 1;
       t.nc = RoundUp(CeilDiv(l.n, nblocks), t.nr);
     } else if (t.mc > t.mr) {
       int64_t mblocks = t.MBlocks(l) + 1;
@@ -55,7 +69,7 @@ int ClampNr(int nr, const MatmulLayout& l) {
 }
 
 const std::set<std::string>& KnownKnobs() {
-  static const std::set<std::string> known{"mr", "nr", "kc", "mc", "nc", "ku", "loop"};
+  static const std::set<std::string> known{"mr", "nr", "kc", "mc", "nc", "ku", "loop", "l2"};
   return known;
 }
 
@@ -72,13 +86,16 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
     if (!KnownKnobs().count(key))
       throw UserError(
           fmt::format("matmul schedule: unknown knob '{}' (known: mr, nr, kc, mc, nc, "
-                      "ku, loop)",
+                      "ku, loop, l2)",
                       key));
-    if (value < 0 || (value == 0 && key != "loop"))
+    if (value < 0 || (value == 0 && key != "loop" && key != "l2"))
       throw UserError(fmt::format("matmul schedule: knob {}={} must be positive", key, value));
   }
   MatmulTiling t;
-  int64_t mr = s.Get("mr", 8), nr = s.Get("nr", l.n <= kLanes ? kLanes : 32);
+  int64_t mr = s.Get("mr", 0), nr = s.Get("nr", 0);
+  if (mr == 0 && nr == 0) nr = l.n <= 16 ? 16 : l.n <= 32 ? 32 : 64;
+  if (mr == 0) mr = DefaultMr(nr);
+  if (nr == 0) nr = DefaultNr(mr, l);
   if (nr % kLanes != 0)
     throw UserError(fmt::format("matmul schedule: nr={} is not a multiple of {}", nr, kLanes));
   if (mr > 32 || nr > 512 || !MatmulTileFitsRegisters(static_cast<int>(mr), static_cast<int>(nr)))
@@ -92,7 +109,8 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
   t.loop = static_cast<int>(s.Get("loop", 0));
   if (t.loop > 1) throw UserError(fmt::format("matmul schedule: loop={} must be 0 or 1", t.loop));
   t.kc = std::min(s.Get("kc", DefaultKc(l.k)), l.k);
-  DefaultBlocks(l, threads, t);
+  if (s.Get("l2", 0) > 1) throw UserError("matmul schedule: l2 must be 0 or 1");
+  DefaultBlocks(l, threads, s.Get("l2", 0) ? kL2Block : kL1Block, t);
   if (s.Get("mc", 0) > 0) t.mc = RoundUp(std::min(s.Get("mc", 0), l.m), t.mr);
   if (s.Get("nc", 0) > 0) t.nc = RoundUp(std::min(s.Get("nc", 0), l.n), t.nr);
   return t;
@@ -107,7 +125,7 @@ static Schedule ToSchedule(const MatmulTiling& t) {
   s.Set("nc", t.nc);
   s.Set("ku", t.ku);
   s.Set("loop", t.loop);
-  return s;
+  return s;  // "l2" only chose nc, which is spelled
 }
 
 std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads) {
@@ -117,17 +135,19 @@ std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads) {
     if (std::find(space.begin(), space.end(), full) == space.end()) space.push_back(full);
   };
   add(Schedule{});  // the default comes first
-  const std::pair<int, int> tiles[] = {{8, 32}, {4, 64}, {12, 32}, {6, 64}, {2, 128}, {14, 32}};
+  const std::pair<int, int> tiles[] = {{4, 64}, {8, 32}, {6, 64}, {12, 32}, {2, 128}, {5, 64}};
   std::vector<int64_t> kcs{DefaultKc(l.k)};
-  if (l.k > 128) kcs.push_back(128);
-  if (l.k <= 2048 && kcs[0] != l.k) kcs.push_back(l.k);
+  if (l.k > 256 && kcs[0] != 256) kcs.push_back(256);
+  // (B block for L1 or L2, loop order): with an L1 block the order hardly matters.
+  const std::pair<int, int> blocks[] = {{0, 0}, {1, 0}, {1, 1}};
   for (auto [mr, nr] : tiles) {
     for (int64_t kc : kcs) {
-      for (int loop : {0, 1}) {
+      for (auto [l2, loop] : blocks) {
         Schedule s;
         s.Set("mr", mr);
         s.Set("nr", nr);
         s.Set("kc", kc);
+        s.Set("l2", l2);
         s.Set("loop", loop);
         add(s);
       }

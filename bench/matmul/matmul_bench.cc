@@ -205,7 +205,7 @@ void BenchBmm(Jit& jit, bool sweep) {
   }
 }
 
-void BenchSeed(Jit& jit) {
+void BenchSeed(Jit& jit, bool sweep) {
   std::printf("\n== seed: batch_matmul + ones_like + where, S=256 ==\n");
   for (int t : {1, 2}) {
     PlanRunner fused(SeedText(256)), alone(SeedText(256)), unfused(SeedText(256));
@@ -215,7 +215,21 @@ void BenchSeed(Jit& jit) {
     std::vector<Candidate> cands{Ours("fused (1 kernel)", t, &fused),
                                  Ours("batch_matmul alone", t, &alone),
                                  Ours("unfused plan (3 kernels)", t, &unfused)};
-    Compare(cands, 11, 40);
+    std::vector<std::unique_ptr<PlanRunner>> keep;
+    if (sweep) {
+      auto layout = codegen::GroupMatmulLayout(fused.graph(), fused.Group({"0"}));
+      for (const Schedule& sch : MatmulScheduleSpace(layout, t)) {
+        for (bool whole : {true, false}) {
+          keep.push_back(std::make_unique<PlanRunner>(SeedText(256)));
+          keep.back()->Add(
+              jit, whole ? std::vector<std::string>{"0", "1", "2"} : std::vector<std::string>{"0"},
+              t, sch);
+          cands.push_back(Ours(fmt::format("{} {}", whole ? "fused" : "alone", sch.ToString()), t,
+                               keep.back().get()));
+        }
+      }
+    }
+    Compare(cands, sweep ? 5 : 11, sweep ? 15 : 40);
     std::printf("%d thread(s)\n", t);
     Print(cands, 2.0 * 12 * 256 * 256 * 64);
     std::printf("  fused / batch_matmul alone: %.3f  (target <= 1.10)\n",
@@ -371,7 +385,7 @@ int main(int argc, char** argv) {
   if (sections.count("asm")) PrintAssembly(jit, false);
   if (sections.count("asm-dense")) PrintAssembly(jit, true);
   if (want("bmm")) BenchBmm(jit, sweep);
-  if (want("seed")) BenchSeed(jit);
+  if (want("seed")) BenchSeed(jit, sweep);
   if (want("dense")) BenchDense(jit);
   if (want("compile")) BenchCompile(jit);
   return 0;

@@ -2,6 +2,7 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
@@ -192,6 +193,35 @@ class GroupEpilogue : public TileEpilogue {
       Value* p = b.CreateInBoundsGEP(mem, BufferBase(b, v.buffers, out.buffer), offset);
       b.CreateMaskedStore(ToMemory(b, results[o], out.dtype), p,
                           llvm::Align(mem->getScalarSizeInBits() / 8), v.mask);
+    }
+  }
+
+  // Prefetches the full-size inputs (one element per output element, e.g. the seed's %z); small
+  // broadcast inputs (a bias) stay in cache anyway.
+  void EmitPrefetch(MatmulBuilder& b, const TileVector& v) override {
+    const int rank = static_cast<int>(out_shape_.size());
+    int64_t out_elements = 1;
+    for (int64_t d : out_shape_) out_elements *= d;
+    std::vector<Value*> coords;
+    llvm::Function* prefetch = nullptr;
+    for (const OutputPlan& out : outputs_) {
+      for (const ExprLeaf& leaf : out.expr.leaves) {
+        if (leaf.kind != ExprLeaf::Kind::kInput ||
+            graph_.value(leaf.value).type.NumElements() < out_elements)
+          continue;
+        if (coords.empty()) {
+          coords = Unflatten(b, v.row, std::span<const int64_t>(out_shape_.data(), rank - 1));
+          coords.push_back(nullptr);
+          prefetch = llvm::Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(),
+                                                     llvm::Intrinsic::prefetch, {b.getPtrTy()});
+        }
+        Value* base = BufferBase(b, v.buffers, buffers_.Of(leaf.value));
+        const Shape& shape = graph_.value(leaf.value).type.shape;
+        if (Value* p = LeafRowAddress(b, base, leaf, shape, coords, v.n_start)) {
+          // read, locality 1 (prefetcht2: into L2, so the tile's FMAs keep L1 for A and B), data
+          b.CreateCall(prefetch, {p, b.getInt32(0), b.getInt32(1), b.getInt32(1)});
+        }
+      }
     }
   }
 

@@ -250,6 +250,15 @@ Function* Emitter::EmitTile(const TileShape& s) {
     return std::vector<Value*>(acc_phi.begin(), acc_phi.end());
   };
   std::vector<Value*> acc = init;
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < vecs; ++j) {
+      TileVector v;
+      v.buffers = buffers;
+      v.row = b.CreateAdd(row, I64(i));
+      v.n_start = b.CreateAdd(n0, I64(j * kLanes));
+      epilogue_.EmitPrefetch(b, v);
+    }
+  }
   if (t_.ku > 1) {
     Value* main_end = b.CreateSub(kcount, b.CreateSRem(kcount, I64(t_.ku)), "k.main_end");
     acc = emit_k_loop(I64(0), main_end, t_.ku, acc, "kmain");

@@ -76,6 +76,11 @@ class TileEpilogue {
  public:
   virtual ~TileEpilogue() = default;
   virtual void EmitVector(MatmulBuilder& builder, const TileVector& v) = 0;
+  // Emitted in the tile before its k loop, for each vector the epilogue will handle (`acc` and
+  // `mask` unset): prefetches of the inputs the epilogue reads there, so their memory latency
+  // overlaps the FMAs instead of stalling the epilogue (an unfused read of the same tensor
+  // streams and is prefetched by the hardware; scattered tile rows are not).
+  virtual void EmitPrefetch(MatmulBuilder&, const TileVector&) {}
   // Small enough to inline at every call (a store, a select): no call in the tile's epilogue.
   virtual bool Cheap() const = 0;
 };

@@ -182,4 +182,13 @@ Value* LoadLeafRow(llvm::IRBuilderBase& b, Value* base, const ExprLeaf& leaf, co
   return ToRegister(b, loaded, leaf.dtype);
 }
 
+Value* LeafRowAddress(llvm::IRBuilderBase& b, Value* base, const ExprLeaf& leaf, const Shape& shape,
+                      std::span<Value* const> coords, Value* last_start) {
+  if (leaf.kind != ExprLeaf::Kind::kInput) return nullptr;
+  RowIndexer ix(b, coords, last_start);
+  LaneIndex flat = FlatOffset(ix, b, leaf, shape);
+  if (flat.kind != LaneIndex::kUnit) return nullptr;
+  return b.CreateInBoundsGEP(MemoryType(b.getContext(), leaf.dtype), base, flat.v);
+}
+
 }  // namespace fusetune::codegen

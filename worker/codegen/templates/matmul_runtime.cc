@@ -30,19 +30,23 @@ void PackGeneric(const float* b, int64_t n_stride, int64_t k_stride, int64_t n_c
 
 // In-register transpose of 16 rows of 16 floats: r[i][j] -> r[j][i]. Unpacks pair rows inside
 // 128-bit lanes, shuffle_ps gathers groups of four rows, shuffle_f32x4 moves the 128-bit blocks.
-FT_AVX512 inline void Transpose16x16(__m512 r[16]) {
+FT_AVX512 __attribute__((always_inline)) inline void Transpose16x16(__m512 r[16]) {
   __m512 t[16], u[16];
+  // GCC -O2 does not unroll these; left as loops the arrays live on the stack.
+#pragma GCC unroll 16
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
   }
   // u[4g + e] holds, in 128-bit block L, rows 4g..4g+3 of column 4L + e.
+#pragma GCC unroll 16
   for (int g = 0; g < 4; ++g) {
     u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
     u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
     u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
     u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
   }
+#pragma GCC unroll 16
   for (int e = 0; e < 4; ++e) {
     __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x44);
     __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xEE);
@@ -55,8 +59,32 @@ FT_AVX512 inline void Transpose16x16(__m512 r[16]) {
   }
 }
 
+// One full 16x16 block: rows n of B (k contiguous) in, rows k of the panel out. Everything stays
+// in registers (a loop bound known only at run time would put r[] on the stack).
+FT_AVX512 __attribute__((always_inline)) inline void PackBlock16(const float* src, int64_t n_stride,
+                                                                 float* dst, int64_t nr) {
+  __m512 r[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * n_stride);
+  Transpose16x16(r);
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) _mm512_store_ps(dst + j * nr, r[j]);
+}
+
+// A ragged block: `rows` rows of n (the rest zero), `cols` values of k.
+FT_AVX512 void PackEdge16(const float* src, int64_t n_stride, int64_t rows, int64_t cols,
+                          float* dst, int64_t nr) {
+  __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1);
+  __m512 r[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i)
+    r[i] = i < rows ? _mm512_maskz_loadu_ps(mask, src + i * n_stride) : _mm512_setzero_ps();
+  Transpose16x16(r);
+  for (int64_t j = 0; j < cols; ++j) _mm512_store_ps(dst + j * nr, r[j]);
+}
+
 // B stored [n][k] (k contiguous): 16x16 blocks are loaded as rows of n, transposed, stored as
-// rows of k. Ragged edges use masked loads (zeros) and shorter store loops.
+// rows of k.
 FT_AVX512 void PackNkAvx512(const float* b, int64_t n_stride, int64_t n_count, int64_t k_count,
                             int64_t nr, float* out) {
   int64_t panels = (n_count + nr - 1) / nr;
@@ -65,21 +93,15 @@ FT_AVX512 void PackNkAvx512(const float* b, int64_t n_stride, int64_t n_count, i
     for (int64_t g = 0; g < nr; g += 16) {
       int64_t n0 = p * nr + g;
       int64_t rows = std::clamp<int64_t>(n_count - n0, 0, 16);
-      for (int64_t k0 = 0; k0 < k_count; k0 += 16) {
-        int64_t cols = std::min<int64_t>(16, k_count - k0);
-        __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1);
-        __m512 r[16];
-        for (int i = 0; i < 16; ++i) {
-          if (i >= rows) {
-            r[i] = _mm512_setzero_ps();
-          } else if (cols == 16) {
-            r[i] = _mm512_loadu_ps(b + (n0 + i) * n_stride + k0);
-          } else {
-            r[i] = _mm512_maskz_loadu_ps(mask, b + (n0 + i) * n_stride + k0);
-          }
-        }
-        Transpose16x16(r);
-        for (int64_t j = 0; j < cols; ++j) _mm512_store_ps(panel + (k0 + j) * nr + g, r[j]);
+      const float* src = b + n0 * n_stride;
+      int64_t k0 = 0;
+      if (rows == 16) {
+        for (; k0 + 16 <= k_count; k0 += 16)
+          PackBlock16(src + k0, n_stride, panel + k0 * nr + g, nr);
+      }
+      for (; k0 < k_count; k0 += 16) {
+        PackEdge16(src + k0, n_stride, rows, std::min<int64_t>(16, k_count - k0),
+                   panel + k0 * nr + g, nr);
       }
     }
   }
