@@ -238,6 +238,16 @@ TEST(MatmulGroup, ProloguesOnBothOperands) {
   EXPECT_LT(MaxError(f, s, 2), kTol);
 }
 
+TEST(MatmulGroup, LargePrologueOperandIsPackedInBlocks) {
+  // relu(x) is evaluated into a [mc][kc] block per task; with K = 1000 the block holds 64 rows,
+  // so the 300 rows take 5 m blocks (and tasks), each packing its own rows.
+  Fixture f = Prepare(fmt::format("fn (%x: {}, %w: {}) {{ %0 = nn.relu(%x); nn.dense(%0, %w) }}",
+                                  T({300, 1000}), T({20, 1000})),
+                      {"0", "1"});
+  EXPECT_LT(MaxError(f, {}, 1), 1e-4);
+  EXPECT_LT(MaxError(f, {}, 2), 1e-4);
+}
+
 TEST(MatmulGroup, EveryScheduleWithEpilogue) {
   Fixture seed = Prepare(SeedText(3, 40, 33, "bool"), {"0", "1", "2"});
   Fixture gelu = Prepare(DenseGeluText(21, 70, 300), kGeluNodes);

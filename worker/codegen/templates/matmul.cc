@@ -25,6 +25,7 @@ namespace {
 using llvm::Value;
 
 constexpr int kLanes = 16;
+constexpr int64_t kPackedABytes = 256 << 10;  // the A block a prologue is evaluated into
 
 // Buffer numbers of the kernel ABI: group inputs, then outputs.
 class BufferMap {
@@ -291,6 +292,13 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
   };
   desc.a = operand(anchor.inputs[0], true);
   desc.b = operand(anchor.inputs[1], false);
+  if (desc.a.compute) {
+    // A computed A is packed [mc][kc] per task: keep that block cache-sized (the default mc is
+    // all of M), at the price of more tasks.
+    MatmulTiling& t = desc.tiling;
+    int64_t rows = std::max<int64_t>(t.mr, (kPackedABytes / (t.kc * 4)) / t.mr * t.mr);
+    t.mc = std::min(t.mc, rows);
+  }
 
   std::vector<OutputPlan> outputs;
   for (ValueId v : group.outputs) {
