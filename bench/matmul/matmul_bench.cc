@@ -2,7 +2,7 @@
 // (round-robin repeats, medians; see timing.h). Every kernel is compiled from a Relay graph
 // through CompileGroup, the path the worker uses.
 //
-//   matmul_bench [--sweep] [bmm] [seed] [dense] [compile] [asm]   (no section: all but asm,
+//   matmul_bench [--sweep] [peak] [bmm] [seed] [dense] [compile] [asm]   (no section: all but asm,
 //   asm-dense)
 //
 // bmm      batch_matmul [12,S,64]·[12,S,64]ᵀ, S = 128, 256, 512, B packing inside the timed call:
@@ -14,6 +14,7 @@
 // dense    nn.dense [128,768]·[3072,768]ᵀ + bias + tanh-GELU fused, vs our unfused plan (11
 //          kernels), our dense alone, and oneDNN sgemm + a plain C++ epilogue loop (one pass,
 //          std::tanh); numpy's epilogue alone is timed in a subprocess when python3-numpy exists.
+// peak     the core's FMA peak (a microbenchmark), to read the figures against
 // compile  lowering / O3 / codegen times of the benchmark kernels (median of 5).
 // Peers: run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (BENCHMARKS.md, "Matmul").
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <immintrin.h>
 
 #include "bench/matmul/timing.h"
 #include "ir/fusion.h"
@@ -325,6 +327,39 @@ void BenchDense(Jit& jit) {
   }
 }
 
+// The core's FMA peak: 16 independent <16 x float> FMA chains (enough to cover FMA latency on
+// two ports), so matmul figures can be read as a fraction of what the core can do.
+__attribute__((target("avx512f"))) float FmaChains(int64_t iters) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(i * 0.001f);
+  const __m512 scale = _mm512_set1_ps(0.9999f), add = _mm512_set1_ps(0.0001f);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], scale, add);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < 16; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0;
+  for (float x : lanes) total += x;
+  return total;
+}
+
+void BenchPeak() {
+  if (!__builtin_cpu_supports("avx512f")) return;
+  const int64_t iters = 20000000;
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    double t0 = NowUs();
+    volatile float sink = FmaChains(iters);
+    (void)sink;
+    best = std::max(best, iters * 16.0 * 32.0 / (NowUs() - t0) / 1e3);
+  }
+  std::printf("\n== FMA peak of one core (16 chains of <16 x float> FMA) ==\n  %.1f GFLOP/s\n",
+              best);
+}
+
 void BenchCompile(Jit& jit) {
   std::printf("\n== compile time (lowering + O3 + codegen, median of 5) ==\n");
   struct Item {
@@ -384,6 +419,7 @@ int main(int argc, char** argv) {
   std::printf("target: %s\n", jit.target().Fingerprint().c_str());
   if (sections.count("asm")) PrintAssembly(jit, false);
   if (sections.count("asm-dense")) PrintAssembly(jit, true);
+  if (want("peak")) BenchPeak();
   if (want("bmm")) BenchBmm(jit, sweep);
   if (want("seed")) BenchSeed(jit, sweep);
   if (want("dense")) BenchDense(jit);
