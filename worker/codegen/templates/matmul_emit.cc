@@ -65,11 +65,11 @@ class Emitter {
   Function* EmitTask();
   Function* EmitEpilogue();
   Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v); }
-  Value* RuntimeFn(void* address, llvm::FunctionType* type, MatmulBuilder& b);
+  Value* RuntimeFn(void* address, MatmulBuilder& b);
   // for (i = start; i < end; i += step) body(i): a counted loop at the builder's position.
   void EmitLoop(MatmulBuilder& b, Value* start, Value* end, int64_t step, const std::string& name,
                 const std::function<void(MatmulBuilder&, Value*)>& body);
-  Value* LaneMask(MatmulBuilder& b, int lanes);
+  Value* LaneMask(int lanes);
   llvm::MDNode* NoUnroll();
 
   llvm::Module& module_;
@@ -104,7 +104,7 @@ Function* Emitter::NewFunction(const std::string& name, Type* result, std::vecto
 
 // Runtime helpers are called through their addresses in this process: the JIT need not know
 // their names, and the kernel only ever runs in the process that compiled it.
-Value* Emitter::RuntimeFn(void* address, llvm::FunctionType*, MatmulBuilder& b) {
+Value* Emitter::RuntimeFn(void* address, MatmulBuilder& b) {
   return b.CreateIntToPtr(I64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(address))), ptr_);
 }
 
@@ -140,10 +140,9 @@ llvm::MDNode* Emitter::NoUnroll() {
   return id;
 }
 
-Value* Emitter::LaneMask(MatmulBuilder& b, int lanes) {
+Value* Emitter::LaneMask(int lanes) {
   std::vector<llvm::Constant*> bits;
   for (int i = 0; i < kLanes; ++i) bits.push_back(llvm::ConstantInt::get(i1_, i < lanes ? 1 : 0));
-  (void)b;
   return llvm::ConstantVector::get(bits);
 }
 
@@ -163,7 +162,7 @@ Function* Emitter::EmitTile(const TileShape& s) {
 
   MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
   const int rows = s.rows, vecs = s.vectors, count = rows * vecs;
-  Value* mask = s.last_lanes < kLanes ? LaneMask(b, s.last_lanes) : nullptr;
+  Value* mask = s.last_lanes < kLanes ? LaneMask(s.last_lanes) : nullptr;
   Value* zero = llvm::Constant::getNullValue(vec_);
   const llvm::Align elem(4);
 
@@ -300,9 +299,7 @@ Function* Emitter::EmitTile(const TileShape& s) {
     b.CreateBr(done);
     b.SetInsertPoint(done);
   } else {
-    (void)first;
-    (void)last;
-    emit_epilogue();
+    emit_epilogue();  // one k block: `first` and `last` are always true
   }
   b.CreateRetVoid();
   return f;
@@ -325,10 +322,10 @@ Function* Emitter::EmitTask() {
   auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
   auto* pack_type = llvm::FunctionType::get(Type::getVoidTy(ctx_),
                                             {ptr_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
-  Value* scratch = b.CreateCall(
-      scratch_type, RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_scratch), scratch_type, b),
-      {I64(scratch_bytes)}, "scratch");
-  Value* pack_fn = RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_pack_b), pack_type, b);
+  Value* scratch =
+      b.CreateCall(scratch_type, RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_scratch), b),
+                   {I64(scratch_bytes)}, "scratch");
+  Value* pack_fn = RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_pack_b), b);
   Value* a_packed = d_.a.compute
                         ? b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, b_bytes, "a_packed")
                         : nullptr;
@@ -491,8 +488,6 @@ Function* Emitter::Emit() {
   if (tasks == 1) {
     b.CreateCall(task, {buffers, I64(0), I64(1)});
   } else {
-    auto* chunk_type = llvm::FunctionType::get(Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, false);
-    (void)chunk_type;
     llvm::FunctionCallee parallel_for = module_.getOrInsertFunction(
         "fusetune_parallel_for",
         llvm::FunctionType::get(Type::getVoidTy(ctx_), {i64_, ptr_, ptr_}, false));
