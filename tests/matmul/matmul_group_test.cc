@@ -224,6 +224,22 @@ TEST(MatmulGroup, BroadcastEpilogueInputs) {
   EXPECT_LT(MaxError(f, {}, 1), kTol);
 }
 
+TEST(MatmulGroup, EpilogueInputReadThroughATranspose) {
+  // %1 is inlined into the epilogue: its element at the tile's (b, m, n) is %u[b, n, m], so a
+  // tile row reads %u with a stride (a gather), masked at the ragged end of n.
+  const std::string text = fmt::format(
+      "fn (%x: {}, %y: {}, %u: {}) {{ %0 = nn.batch_matmul(%x, %y); %1 = transpose(%u, axes=[0, 2, "
+      "1]); "
+      "add(%0, %1) }}",
+      T({2, 9, 8}), T({2, 21, 8}), T({2, 21, 9}));
+  Graph g = ParseRelay(text, "t.relay");
+  std::vector<ValueId> nodes{*g.FindByName("0"), *g.FindByName("1"), *g.FindByName("2")};
+  if (!AnalyzeGroup(g, nodes))
+    GTEST_SKIP() << "legality does not fuse an injective producer into an epilogue";
+  Fixture f = Prepare(text, {"0", "1", "2"});
+  EXPECT_LT(MaxError(f, {}, 1), kTol);
+}
+
 TEST(MatmulGroup, ProloguesOnBothOperands) {
   Fixture f = Prepare(
       fmt::format("fn (%x: {}, %y: {}) {{ %0 = nn.relu(%x); %1 = transpose(%y, axes=[0, 2, 1]); "
