@@ -116,6 +116,14 @@ TEST(MatmulGroup, DenseAloneOddSizes) {
   }
 }
 
+TEST(MatmulGroup, DenseWithOneDimensionalData) {
+  Fixture f =
+      Prepare(fmt::format("fn (%x: {}, %w: {}, %b: {}) {{ %0 = nn.dense(%x, %w); add(%0, %b) }}",
+                          T({24}), T({19, 24}), T({19})),
+              {"0", "1"});
+  EXPECT_LT(MaxError(f, {}, 1), kTol);
+}
+
 TEST(MatmulGroup, DenseWithThreeDimensionalData) {
   Fixture f =
       Prepare(fmt::format("fn (%x: {}, %w: {}, %b: {}) {{ %0 = nn.dense(%x, %w); add(%0, %b) }}",
