@@ -7,7 +7,7 @@
 //
 //   exp       Cody-Waite reduction + degree-5 polynomial (Cephes expf)   rel <= 1e-7 (measured
 //   8e-8)
-//             denormal results are produced; x < -104 -> 0; x > 88.7228 -> +inf; NaN -> NaN
+//             x < -87 -> 0 (no denormals: they are slow); x > 88.7228 -> +inf; NaN -> NaN
 //   fast_exp  same reduction, degree-4 Taylor polynomial, no NaN/inf fix-ups on overflow
 //                                                                         rel <= 6e-5
 //   log       frexp + degree-8 polynomial (Cephes logf), denormals handled  abs <= 2e-7 near 1,
