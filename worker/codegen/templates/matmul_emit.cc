@@ -64,6 +64,7 @@ class Emitter {
   Function* EmitTile(const TileShape& shape);
   Function* EmitTask();
   Function* EmitEpilogue();
+  Function* EmitTileEpilogue();
   Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v); }
   Value* RuntimeFn(void* address, MatmulBuilder& b);
   // for (i = start; i < end; i += step) body(i): a counted loop at the builder's position.
@@ -87,6 +88,7 @@ class Emitter {
   int64_t k_blocks_ = 1;
   int64_t a_ms_ = 0, a_ks_ = 0;
   Function* epilogue_fn_ = nullptr;
+  Function* epilogue_tile_fn_ = nullptr;  // set for heavy epilogues
 };
 
 Function* Emitter::NewFunction(const std::string& name, Type* result, std::vector<Type*> params,
@@ -268,6 +270,19 @@ Function* Emitter::EmitTile(const TileShape& s) {
 
   // The finished tile: epilogue and stores after the last k block, partial sums otherwise.
   auto emit_epilogue = [&] {
+    if (epilogue_tile_fn_) {
+      // A heavy epilogue runs once per tile, from the accumulators spilled to a stack block: one
+      // call per tile, its constants loaded once, instead of one call per vector.
+      MatmulBuilder entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+      llvm::AllocaInst* block = entry.CreateAlloca(vec_, I64(count), "acc_block");
+      block->setAlignment(llvm::Align(64));
+      for (int x = 0; x < count; ++x) {
+        b.CreateAlignedStore(acc[x], b.CreateConstInBoundsGEP1_64(vec_, block, x), llvm::Align(64));
+      }
+      b.CreateCall(epilogue_tile_fn_,
+                   {buffers, row, n0, block, I64(rows), I64(vecs), I64(s.last_lanes)});
+      return;
+    }
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < vecs; ++j) {
         int lanes = j == vecs - 1 ? s.last_lanes : kLanes;
@@ -462,7 +477,7 @@ Function* Emitter::EmitEpilogue() {
   Function* f = NewFunction(d_.name + ".epilogue", Type::getVoidTy(ctx_),
                             {ptr_, i64_, i64_, vec_, i64_}, true);
   f->addParamAttr(0, llvm::Attribute::NoAlias);
-  f->addFnAttr(epilogue_.Cheap() ? llvm::Attribute::AlwaysInline : llvm::Attribute::NoInline);
+  f->addFnAttr(llvm::Attribute::AlwaysInline);  // into the tile (cheap) or the tile loop (heavy)
   MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
   std::vector<llvm::Constant*> iota;
   for (int i = 0; i < kLanes; ++i) iota.push_back(llvm::ConstantInt::get(i64_, i));
@@ -478,8 +493,34 @@ Function* Emitter::EmitEpilogue() {
   return f;
 }
 
+// epilogue_tile(buffers, row0, n0, acc, rows, vectors, last_lanes): the epilogue of a whole
+// tile, acc[i * vectors + j] being row row0 + i, columns n0 + 16 j + lane.
+Function* Emitter::EmitTileEpilogue() {
+  Function* f = NewFunction(d_.name + ".epilogue_tile", Type::getVoidTy(ctx_),
+                            {ptr_, i64_, i64_, ptr_, i64_, i64_, i64_}, true);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  for (int i : {0, 3}) f->addParamAttr(i, llvm::Attribute::NoAlias);
+  Value *buffers = f->getArg(0), *row0 = f->getArg(1), *n0 = f->getArg(2), *acc = f->getArg(3),
+        *rows = f->getArg(4), *vecs = f->getArg(5), *last_lanes = f->getArg(6);
+  MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
+  EmitLoop(b, I64(0), rows, 1, "epi_row", [&](MatmulBuilder& b, Value* i) {
+    EmitLoop(b, I64(0), vecs, 1, "epi_vec", [&](MatmulBuilder& b, Value* j) {
+      Value* last = b.CreateICmpEQ(j, b.CreateSub(vecs, I64(1)));
+      Value* lanes = b.CreateSelect(last, last_lanes, I64(kLanes));
+      Value* v = b.CreateAlignedLoad(
+          vec_, b.CreateInBoundsGEP(vec_, acc, b.CreateAdd(b.CreateMul(i, vecs), j)),
+          llvm::Align(64));
+      b.CreateCall(epilogue_fn_, {buffers, b.CreateAdd(row0, i),
+                                  b.CreateAdd(n0, b.CreateMul(j, I64(kLanes))), v, lanes});
+    });
+  });
+  b.CreateRetVoid();
+  return f;
+}
+
 Function* Emitter::Emit() {
   epilogue_fn_ = EmitEpilogue();
+  if (!epilogue_.Cheap()) epilogue_tile_fn_ = EmitTileEpilogue();
   Function* task = EmitTask();
   Function* kernel = NewFunction(d_.name, Type::getVoidTy(ctx_), {ptr_}, false);
   MatmulBuilder b(BasicBlock::Create(ctx_, "entry", kernel));
