@@ -13,7 +13,7 @@
 //   tile(a, bp, kcount, first, last, row, n0, buffers)
 //     acc = first ? 0 : partial sums      rows x vectors <16 x float> accumulators in registers
 //     k loop (ku steps per iteration)     broadcast A(m, k), load packed B row, FMA
-//     last ? epilogue(row by row) : store partial sums
+//     last ? epilogue(vector by vector) : store partial sums
 #include <functional>
 #include <string>
 #include <vector>
@@ -69,9 +69,10 @@ struct TileVector {
 };
 
 // Computes the group's outputs from one tile vector and stores them (every output of the group
-// has the anchor's shape, so all are stored at row * N + column). The emitter puts this code in
-// one function called for every vector of every tile variant: a heavy epilogue (tanh-GELU) is
-// compiled once instead of rows x vectors x variants times, and a cheap one is inlined.
+// has the anchor's shape, so all are stored at row * N + column). The emitter emits this code
+// once: a cheap epilogue (a store, a select) is inlined at every tile vector; a heavy one
+// (tanh-GELU) lives in one function that loops over a tile's vectors, called once per tile, so it
+// is compiled once instead of rows x vectors x variants times and its constants load once.
 class TileEpilogue {
  public:
   virtual ~TileEpilogue() = default;
