@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "ir/error.h"
+#include "ir/onnx/onnx_import.h"
 #include "ir/text/relay_parser.h"
 
 namespace fusetune::cli {
@@ -21,9 +22,7 @@ std::string ReadGraphFile(const std::string& path, const Limits& limits) {
 }
 
 Graph LoadGraph(const std::string& path, const Limits& limits) {
-  if (path.ends_with(".onnx"))
-    throw UserError(path +
-                    ": ONNX graphs are not supported by this build yet; convert to Relay text");
+  if (path.ends_with(".onnx")) return ImportOnnxFile(path, limits);
   return ParseRelay(ReadGraphFile(path, limits), path, limits);
 }
 

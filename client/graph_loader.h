@@ -1,6 +1,6 @@
 #pragma once
-// Reading GRAPH arguments: Relay text (.relay or anything else) today; ONNX (.onnx) arrives with
-// its importer. Every subcommand that takes a GRAPH loads it here.
+// Reading GRAPH arguments: ONNX models (.onnx, through ir/onnx) and Relay text (anything else).
+// Every subcommand that takes a GRAPH loads it here.
 #include <string>
 
 #include "ir/graph.h"
