@@ -1,15 +1,12 @@
 // `fusetune check GRAPH [--json] [--types]`: parse, verify and infer types, then print the typed
 // graph and its signature. Bad input: the positioned error on stderr and exit code 2.
-#include <algorithm>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "client/commands.h"
+#include "client/graph_loader.h"
 #include "ir/error.h"
-#include "ir/text/relay_parser.h"
 #include "ir/text/relay_printer.h"
 #include "ir/text/signature.h"
 
@@ -21,28 +18,6 @@ struct CheckOptions {
   bool json = false;
   bool types_only = false;
 };
-
-// Reads at most limits.max_text_bytes + 1 bytes, so a huge file fails fast with ParseRelay's
-// positioned "more than the limit" message instead of filling memory.
-std::string ReadFile(const std::string& path, const Limits& limits) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("cannot read '" + path + "'");
-  in.seekg(0, std::ios::end);
-  int64_t size = static_cast<int64_t>(in.tellg());
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<size_t>(std::min(size, limits.max_text_bytes + 1)), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
-}
-
-Graph LoadGraph(const std::string& path) {
-  Limits limits;
-  if (path.size() >= 5 && path.ends_with(".onnx")) {
-    throw UserError(path + ": ONNX graphs are not supported by this build yet");
-  }
-  return ParseRelay(ReadFile(path, limits), path, limits);
-}
 
 std::string OpName(const Value& v) {
   switch (v.kind) {
@@ -121,7 +96,8 @@ void RegisterCheckCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "check",
       "Parse a graph, verify it, infer its types; print the typed graph and its signature");
-  cmd->add_option("GRAPH", options->graph_path, "Relay text file (.relay)")->required();
+  cmd->add_option("GRAPH", options->graph_path, "Relay text (.relay) or ONNX (.onnx) file")
+      ->required();
   cmd->add_flag("--json", options->json,
                 "print {graph, signature, params, nodes, outputs} as JSON instead");
   cmd->add_flag("--types", options->types_only,

@@ -322,7 +322,7 @@ class RelayParser {
       if (t.suffix == "f16" || t.suffix == "bf16") {
         Fail(t.pos, "float16 and bfloat16 literals are not supported");
       }
-      value = Tensor::Scalar(DType::kFloat32, ParseFloat(t));
+      value = Tensor::Scalar(DType::kFloat32, ParseFloat(t, /*as_float32=*/true));
     }
     try {
       e.value = builder_.AddConst(std::move(value));
@@ -342,9 +342,10 @@ class RelayParser {
     return v;
   }
 
-  // Float literals are float32 in Relay; the value is rounded to float32 so printing (which writes
-  // the shortest float32 spelling) reads back to the same value.
-  double ParseFloat(const Token& t) const {
+  // A literal with an f suffix (and every tensor literal) is a float32 value: it is rounded to
+  // float32, so printing its shortest float32 spelling reads back the same value. An attribute
+  // written without a suffix keeps double precision.
+  double ParseFloat(const Token& t, bool as_float32) const {
     std::string_view digits = t.raw.substr(0, t.raw.size() - t.suffix.size());
     if (digits == "inf") return std::numeric_limits<double>::infinity();
     if (digits == "-inf") return -std::numeric_limits<double>::infinity();
@@ -357,6 +358,7 @@ class RelayParser {
     if (ec != std::errc() || end != digits.data() + digits.size()) {
       Fail(t.pos, fmt::format("invalid number '{}'", t.raw));
     }
+    if (!as_float32) return v;
     float f = static_cast<float>(v);
     if (std::isinf(f) && !std::isinf(v)) {
       Fail(t.pos, fmt::format("number '{}' is out of range for float32", t.raw));
@@ -437,7 +439,7 @@ class RelayParser {
       case TokenKind::kInt:
         return ParseInt(t);
       case TokenKind::kFloat:
-        return ParseFloat(t);
+        return ParseFloat(t, /*as_float32=*/!t.suffix.empty());
       case TokenKind::kString:
         return std::string(t.name());
       case TokenKind::kIdent:

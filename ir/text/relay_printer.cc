@@ -1,5 +1,7 @@
 #include "ir/text/relay_printer.h"
 
+#include <charconv>
+#include <cmath>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -19,6 +21,20 @@ std::string ScalarLiteral(const Tensor& t) {
     default:
       return "meta[relay.Constant][0]";  // not expressible; the parser refuses it
   }
+}
+
+// Float attributes that are float32 values print as Relay's float32 literals (1e-12f); any other
+// double prints exactly, without the suffix, so parsing reads back the same double.
+std::string AttrText(const AttrValue& value) {
+  const double* d = std::get_if<double>(&value);
+  if (!d || std::isnan(*d) || std::isinf(*d) || static_cast<double>(static_cast<float>(*d)) == *d) {
+    return FormatAttrValue(value);
+  }
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *d);
+  std::string text(buf, end);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
 }
 
 std::string TupleText(const std::vector<std::string>& items) {
@@ -41,7 +57,7 @@ std::string CallText(const Graph& graph, const Value& node) {
     if (!node.attrs.Has(spec.name)) continue;
     const AttrValue& value = node.attrs.Get(spec.name);
     if (value == spec.default_value) continue;
-    text += (first ? "" : ", ") + spec.name + "=" + FormatAttrValue(value);
+    text += (first ? "" : ", ") + spec.name + "=" + AttrText(value);
     first = false;
   }
   return text + ")";

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -30,6 +31,10 @@ namespace fusetune {
 namespace {
 
 constexpr std::string_view kHeader = "fusetune-canonical v1";
+// Refinement stops earlier when no class splits; the cap bounds hostile inputs.
+constexpr int kMaxRefinementRounds = 64;
+// Tied roots singled out one by one before the rest fall back to id order.
+constexpr int kMaxIndividualisations = 256;
 
 uint64_t Fmix(uint64_t k) {  // MurmurHash3's 64-bit finaliser
   k ^= k >> 33;
@@ -110,7 +115,10 @@ class Canonicalizer {
 
   void AddAllNodes() {
     for (ValueId id = 0; id < Size(); ++id) {
-      if (graph_.value(id).kind == ValueKind::kNode) in_set_[id] = 1;
+      if (graph_.value(id).kind == ValueKind::kNode) {
+        in_set_[id] = 1;
+        set_.push_back(id);
+      }
     }
   }
 
@@ -119,23 +127,26 @@ class Canonicalizer {
       if (id < 0 || id >= Size() || graph_.value(id).kind != ValueKind::kNode) {
         throw UserError(fmt::format("value {} is not a node of the graph", id));
       }
+      if (!in_set_[id]) set_.push_back(id);
       in_set_[id] = 1;
     }
+    std::sort(set_.begin(), set_.end());
   }
 
   CanonicalForm Run() {
-    std::vector<ValueId> roots;
     if (whole_) {
       for (ValueId p : graph_.params()) NumberInput(p);
       form_.outputs = graph_.outputs();
       for (ValueId o : form_.outputs) Walk(o);
-      std::vector<ValueId> dead;
-      std::vector<int> in_set_users = CountInSetUsers();
-      for (ValueId id = 0; id < Size(); ++id) {
-        if (in_set_[id] && node_index_[id] < 0 && in_set_users[id] == 0) dead.push_back(id);
+      if (form_.nodes.size() < set_.size()) {
+        std::vector<ValueId> dead;
+        std::vector<char> read = ReadBySet();
+        for (ValueId id : set_) {
+          if (node_index_[id] < 0 && !read[id]) dead.push_back(id);
+        }
+        SortByStructure(dead);
+        for (ValueId d : dead) Walk(d);
       }
-      SortByStructure(dead);
-      for (ValueId d : dead) Walk(d);
     } else {
       std::vector<ValueId> outputs = SubgraphOutputs();
       SortByStructure(outputs);
@@ -156,28 +167,28 @@ class Canonicalizer {
     form_.inputs.push_back(id);
   }
 
-  std::vector<int> CountInSetUsers() const {
-    std::vector<int> count(graph_.values().size(), 0);
-    for (ValueId id = 0; id < Size(); ++id) {
-      if (!in_set_[id]) continue;
-      for (ValueId in : graph_.value(id).inputs) ++count[in];
-    }
-    return count;
+  // Values read by some node of the set.
+  std::vector<char> ReadBySet() const {
+    std::vector<char> read(graph_.values().size(), 0);
+    for (ValueId id : set_)
+      for (ValueId in : graph_.value(id).inputs) read[in] = 1;
+    return read;
   }
 
   // Nodes whose value leaves the set: read by a node outside it, a graph output, or read by
-  // nothing at all (so every node of the set is reached from some output).
+  // nothing at all (so every node of the set is reached from some output). Readers come after
+  // what they read, so only values after the set's first node are scanned.
   std::vector<ValueId> SubgraphOutputs() const {
     std::vector<char> leaves(graph_.values().size(), 0);
-    for (ValueId id = 0; id < Size(); ++id) {
+    for (ValueId id = set_.empty() ? Size() : set_.front() + 1; id < Size(); ++id) {
       if (in_set_[id] || graph_.value(id).kind != ValueKind::kNode) continue;
       for (ValueId in : graph_.value(id).inputs) leaves[in] = 1;
     }
     for (ValueId o : graph_.outputs()) leaves[o] = 1;
-    std::vector<int> in_set_users = CountInSetUsers();
+    std::vector<char> read = ReadBySet();
     std::vector<ValueId> outputs;
-    for (ValueId id = 0; id < Size(); ++id) {
-      if (in_set_[id] && (leaves[id] || in_set_users[id] == 0)) outputs.push_back(id);
+    for (ValueId id : set_) {
+      if (leaves[id] || !read[id]) outputs.push_back(id);
     }
     return outputs;
   }
@@ -230,61 +241,130 @@ class Canonicalizer {
   }
 
   // Orders `roots` by a structural key (see the note at the top of the file), then by id.
+  // Works on local indices 0..m-1 over the scope (the set's nodes and the values they read), so
+  // its cost follows the set, not the graph.
   void SortByStructure(std::vector<ValueId>& roots) {
     if (roots.size() < 2) return;
-    size_t n = graph_.values().size();
-    std::vector<uint64_t> leaf(n, 0), down(n, 0), up(n, 0);
-    std::vector<char> is_root(n, 0);
-    for (ValueId r : roots) is_root[r] = 1;
-    for (ValueId id = 0; id < Size(); ++id) {
-      if (in_set_[id]) continue;
-      const Value& v = graph_.value(id);
-      if (v.kind == ValueKind::kConst) {
-        leaf[id] = HashText(ConstantText(v));
-      } else if (input_index_[id] >= 0) {
-        leaf[id] = Mix(1, static_cast<uint64_t>(input_index_[id]));
-      } else {
-        leaf[id] = Mix(2, HashText(v.type.ToString()));
+    std::vector<ValueId> scope = set_;
+    for (ValueId id : set_)
+      for (ValueId in : graph_.value(id).inputs)
+        if (!in_set_[in]) scope.push_back(in);
+    std::sort(scope.begin(), scope.end());
+    scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
+    const int32_t m = static_cast<int32_t>(scope.size());
+    std::unordered_map<ValueId, int32_t> local;
+    local.reserve(scope.size() * 2);
+    for (int32_t i = 0; i < m; ++i) local.emplace(scope[i], i);
+
+    // Inputs and users in local indices (CSR), values in ascending id = topological order.
+    std::vector<int32_t> in_begin(m + 1, 0), in_list;
+    std::vector<int32_t> user_begin(m + 1, 0);
+    for (int32_t i = 0; i < m; ++i) {
+      if (in_set_[scope[i]]) {
+        for (ValueId in : graph_.value(scope[i]).inputs) {
+          int32_t li = local.at(in);
+          in_list.push_back(li);
+          ++user_begin[li + 1];
+        }
+      }
+      in_begin[i + 1] = static_cast<int32_t>(in_list.size());
+    }
+    for (int32_t i = 0; i < m; ++i) user_begin[i + 1] += user_begin[i];
+    std::vector<std::pair<int32_t, int32_t>> users(user_begin[m]);  // (user, argument index)
+    {
+      std::vector<int32_t> fill(user_begin.begin(), user_begin.end() - 1);
+      for (int32_t i = 0; i < m; ++i) {
+        for (int32_t k = in_begin[i]; k < in_begin[i + 1]; ++k) {
+          users[fill[in_list[k]]++] = {i, k - in_begin[i]};
+        }
       }
     }
-    std::vector<uint64_t> label(n, 0);
-    for (ValueId id = 0; id < Size(); ++id) {
-      if (in_set_[id])
-        label[id] = Mix(HashText(graph_.value(id).op->name), HashText(AttrsAndType(id)));
-    }
-    auto compute_down = [&] {
-      for (ValueId id = 0; id < Size(); ++id) {
-        if (!in_set_[id]) {
-          down[id] = leaf[id];
-          continue;
+    std::vector<char> is_root(m, 0);
+    for (ValueId r : roots) is_root[local.at(r)] = 1;
+
+    // Round 0: Merkle hashes from the inputs (down) and from the users (up), each over the whole
+    // depth in one pass, so chains are told apart at once.
+    std::vector<uint64_t> down(m, 0), up(m, 0), color(m, 0), next(m, 0);
+    for (int32_t i = 0; i < m; ++i) {
+      ValueId id = scope[i];
+      const Value& v = graph_.value(id);
+      if (in_set_[id]) {
+        uint64_t h = Mix(HashText(v.op->name), HashText(AttrsAndType(id)));
+        for (int32_t k = in_begin[i]; k < in_begin[i + 1]; ++k) h = Mix(h, down[in_list[k]]);
+        // Which arguments are the same value (subtract(a, a) vs subtract(b, c)): refinement
+        // alone cannot see it, since it compares values by key, not identity.
+        for (size_t j = 0; j < v.inputs.size(); ++j) {
+          size_t first = 0;
+          while (v.inputs[first] != v.inputs[j]) ++first;
+          h = Mix(h, first);
         }
-        uint64_t h = label[id];
-        for (ValueId in : graph_.value(id).inputs) h = Mix(h, down[in]);
-        down[id] = h;
+        down[i] = h;
+      } else if (v.kind == ValueKind::kConst) {
+        down[i] = HashText(ConstantText(v));
+      } else if (input_index_[id] >= 0) {
+        down[i] = Mix(1, static_cast<uint64_t>(input_index_[id]));
+      } else {
+        down[i] = Mix(2, HashText(v.type.ToString()));
+      }
+    }
+    std::vector<uint64_t> scratch;
+    for (int32_t i = m - 1; i >= 0; --i) {
+      scratch.clear();
+      for (int32_t k = user_begin[i]; k < user_begin[i + 1]; ++k) {
+        auto [u, j] = users[k];
+        scratch.push_back(Mix(Mix(down[u], static_cast<uint64_t>(j)), up[u]));
+      }
+      std::sort(scratch.begin(), scratch.end());
+      uint64_t h = Mix(3, is_root[i]);
+      for (uint64_t x : scratch) h = Mix(h, x);
+      up[i] = h;
+      color[i] = Mix(down[i], h);
+    }
+
+    // Refinement rounds (1-dimensional Weisfeiler-Leman over inputs and users) until no class
+    // splits: tells apart values that differ only in how they share inputs with others.
+    auto distinct = [&](const std::vector<uint64_t>& c) {
+      scratch.assign(c.begin(), c.end());
+      std::sort(scratch.begin(), scratch.end());
+      return std::unique(scratch.begin(), scratch.end()) - scratch.begin();
+    };
+    std::vector<uint64_t> uses;
+    auto refine = [&] {
+      auto classes = distinct(color);
+      for (int round = 0; round < kMaxRefinementRounds; ++round) {
+        for (int32_t i = 0; i < m; ++i) {
+          uint64_t h = color[i];
+          for (int32_t k = in_begin[i]; k < in_begin[i + 1]; ++k) h = Mix(h, color[in_list[k]]);
+          uses.clear();
+          for (int32_t k = user_begin[i]; k < user_begin[i + 1]; ++k) {
+            uses.push_back(Mix(color[users[k].first], static_cast<uint64_t>(users[k].second)));
+          }
+          std::sort(uses.begin(), uses.end());
+          for (uint64_t x : uses) h = Mix(h, x);
+          next[i] = Fmix(h);
+        }
+        auto refined = distinct(next);
+        color.swap(next);
+        if (refined == classes) return;
+        classes = refined;
       }
     };
-    compute_down();
-    // Uses, from the last value back: each value hashes its in-set users' keys and positions.
-    std::vector<std::vector<uint64_t>> uses(n);
-    for (ValueId id = Size() - 1; id >= 0; --id) {
-      auto& u = uses[id];
-      std::sort(u.begin(), u.end());
-      uint64_t h = Mix(3, is_root[id]);
-      for (uint64_t x : u) h = Mix(h, x);
-      up[id] = h;
-      if (!in_set_[id]) continue;
-      const auto& inputs = graph_.value(id).inputs;
-      for (size_t j = 0; j < inputs.size(); ++j) {
-        uses[inputs[j]].push_back(Mix(Mix(down[id], j), up[id]));
-      }
-    }
-    for (ValueId id = 0; id < Size(); ++id) {
-      if (!in_set_[id] && !IsConst(id)) leaf[id] = Mix(leaf[id], up[id]);
-    }
-    compute_down();
+    refine();
+    // Roots still tied are almost always images of each other under a symmetry of the set (two
+    // identical branches). Picking one of them and refining again orders the rest consistently;
+    // which one is picked does not matter, because the symmetry maps one choice onto the other.
     std::vector<std::pair<uint64_t, ValueId>> keyed;
-    for (ValueId r : roots) keyed.emplace_back(Mix(down[r], up[r]), r);
-    std::sort(keyed.begin(), keyed.end());
+    for (int picks = 0;; ++picks) {
+      keyed.clear();
+      for (ValueId r : roots) keyed.emplace_back(color[local.at(r)], r);
+      std::sort(keyed.begin(), keyed.end());
+      size_t tie = 0;
+      while (tie + 1 < keyed.size() && keyed[tie].first != keyed[tie + 1].first) ++tie;
+      if (tie + 1 >= keyed.size() || picks >= kMaxIndividualisations) break;
+      uint64_t& c = color[local.at(keyed[tie].second)];
+      c = Mix(c, 0x1D1D1D1D1D1D1D1DULL);
+      refine();
+    }
     for (size_t i = 0; i < roots.size(); ++i) roots[i] = keyed[i].second;
   }
 
@@ -317,6 +397,7 @@ class Canonicalizer {
 
   const Graph& graph_;
   bool whole_;
+  std::vector<ValueId> set_;  // the set's nodes, ascending
   std::vector<char> in_set_;
   std::vector<int32_t> input_index_;
   std::vector<int32_t> node_index_;
