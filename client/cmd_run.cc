@@ -86,7 +86,7 @@ void Run(const RunOptions& o) {
   double error = MaxAbsError(outputs, Interpret(graph, inputs));
   TimingOptions timing;
   timing.repeat = o.repeat;
-  PlanTiming measured = executor.Measure(timing);
+  PlanProfile measured = executor.Measure(timing);
 
   if (!o.outputs_dir.empty()) {
     std::filesystem::create_directories(o.outputs_dir);

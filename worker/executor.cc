@@ -100,9 +100,9 @@ std::vector<Tensor> PlanExecutor::Outputs() const {
   return outs;
 }
 
-PlanTiming PlanExecutor::Measure(const TimingOptions& options) {
+PlanProfile PlanExecutor::Measure(const TimingOptions& options) {
   runtime::SetNumThreads(threads_);
-  PlanTiming result;
+  PlanProfile result;
   for (Step& step : steps_) {
     KernelTiming k;
     k.nodes = step.group.nodes;

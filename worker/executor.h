@@ -23,7 +23,7 @@ struct KernelTiming {
   codegen::CompileTimes compile;
 };
 
-struct PlanTiming {
+struct PlanProfile {
   std::vector<KernelTiming> kernels;
   Timing total;  // the whole sequence of kernels per call
 };
@@ -42,7 +42,7 @@ class PlanExecutor {
   void Run();
   // The graph's outputs after Run (copies).
   std::vector<Tensor> Outputs() const;
-  PlanTiming Measure(const TimingOptions& options);
+  PlanProfile Measure(const TimingOptions& options);
 
   int num_kernels() const;
 

@@ -263,8 +263,9 @@ std::vector<KExpr> GroupKernel::LeafArgs(const InlinedExpr& expr, std::span<cons
   return args;
 }
 
-KExpr GroupKernel::Lower(const InlinedExpr& expr, std::span<const KExpr> axes, std::span<const int64_t> extents,
-                         const AnchorFn& anchor, const FlatFn& flat) {
+KExpr GroupKernel::Lower(const InlinedExpr& expr, std::span<const KExpr> axes,
+                         std::span<const int64_t> extents, const AnchorFn& anchor,
+                         const FlatFn& flat) {
   return kir::Eval(expr.expr, LeafArgs(expr, axes, extents, anchor, flat));
 }
 

@@ -50,11 +50,13 @@ class GroupKernel {
   // their own.
   using AnchorFn = std::function<KExpr(const ExprLeaf&)>;
   using FlatFn = std::function<KExpr(const FlatIndex&)>;
-  std::vector<KExpr> LeafArgs(const InlinedExpr& expr, std::span<const KExpr> axes, std::span<const int64_t> extents,
-                              const AnchorFn& anchor = nullptr, const FlatFn& flat = nullptr);
+  std::vector<KExpr> LeafArgs(const InlinedExpr& expr, std::span<const KExpr> axes,
+                              std::span<const int64_t> extents, const AnchorFn& anchor = nullptr,
+                              const FlatFn& flat = nullptr);
   // eval(expr, LeafArgs(...)).
-  KExpr Lower(const InlinedExpr& expr, std::span<const KExpr> axes, std::span<const int64_t> extents,
-              const AnchorFn& anchor = nullptr, const FlatFn& flat = nullptr);
+  KExpr Lower(const InlinedExpr& expr, std::span<const KExpr> axes,
+              std::span<const int64_t> extents, const AnchorFn& anchor = nullptr,
+              const FlatFn& flat = nullptr);
 
   // A fresh loop variable / local buffer.
   int Var(const std::string& name) { return kernel_.NewVar(name); }

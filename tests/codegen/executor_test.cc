@@ -1,0 +1,121 @@
+// The plan executor runs whole graphs under the unfused and greedy plans and agrees with the
+// interpreter; the timing harness reports sane statistics; `fusetune run --json` has the shape
+// of issue 3 §6.
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "group_check_util.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "ir/plan.h"
+#include "worker/codegen/jit.h"
+#include "worker/executor.h"
+#include "worker/timing.h"
+
+namespace fusetune::testing {
+namespace {
+
+const char* kSeed =
+    "fn (%x: Tensor[(2, 32, 16), float32], %y: Tensor[(2, 32, 16), float32], %z: Tensor[(2, 32, "
+    "32), float32]) {\n"
+    "  %0 = nn.batch_matmul(%x, %y);\n  %1 = ones_like(%0);\n  where(%z, %0, %1)\n}";
+
+const char* kBlock =
+    "fn (%x: Tensor[(6, 40), float32], %w: Tensor[(24, 40), float32], %b: Tensor[(24), float32], "
+    "%g: Tensor[(24), float32]) {\n"
+    "  %0 = nn.dense(%x, %w);\n  %1 = nn.bias_add(%0, %b);\n  %2 = tanh(%1);\n  %3 = "
+    "nn.softmax(%2);\n"
+    "  %4 = nn.layer_norm(%3, %g, %b);\n  %5 = sum(%4, axis=[1]);\n  (%2, %5)\n}";
+
+TEST(Executor, PlansAgreeWithInterpreter) {
+  for (const char* text : {kSeed, kBlock}) {
+    Graph graph = ParseGraph(text);
+    std::vector<Tensor> inputs = RandomInputs(graph, 3);
+    std::vector<Tensor> want = Interpret(graph, inputs);
+    codegen::Jit jit;
+    for (const Plan& plan : {UnfusedPlan(graph), GreedyPlan(graph)}) {
+      for (int threads : {1, 2}) {
+        PlanExecutor executor(graph, plan, jit, threads);
+        EXPECT_EQ(executor.num_kernels(), static_cast<int>(plan.groups.size()));
+        executor.SetInputs(inputs);
+        executor.Run();
+        EXPECT_LT(MaxAbsError(executor.Outputs(), want), 1e-4)
+            << plan.name << " at " << threads << " threads";
+        TimingOptions quick;
+        quick.warmup = 1;
+        quick.repeat = 3;
+        quick.min_repeat_ms = 1;
+        PlanProfile timing = executor.Measure(quick);
+        ASSERT_EQ(timing.kernels.size(), plan.groups.size());
+        for (const KernelTiming& k : timing.kernels) EXPECT_GT(k.timing.median_us, 0.0);
+        EXPECT_GT(timing.total.median_us, 0.0);
+      }
+    }
+  }
+}
+
+TEST(Executor, RejectsWrongInputs) {
+  Graph graph = ParseGraph(kSeed);
+  codegen::Jit jit;
+  PlanExecutor executor(graph, UnfusedPlan(graph), jit, 1);
+  std::vector<Tensor> inputs = RandomInputs(graph, 1);
+  inputs.pop_back();
+  EXPECT_THROW(executor.SetInputs(inputs), UserError);
+}
+
+TEST(Timing, GrowsNumberAndReportsOrderedStatistics) {
+  int calls = 0;
+  TimingOptions options;
+  options.warmup = 1;
+  options.repeat = 5;
+  options.min_repeat_ms = 2;
+  Timing t = TimeCalls(
+      [&] {
+        ++calls;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      },
+      options);
+  EXPECT_GT(t.number, 1);  // a 50 us call needs several per 2 ms repeat
+  EXPECT_EQ(t.repeat, 5);
+  EXPECT_EQ(t.samples_us.size(), 5u);
+  EXPECT_LE(t.min_us, t.median_us);
+  EXPECT_GE(t.min_us, 50.0);
+  EXPECT_GE(calls, 1 + 5 * t.number);
+}
+
+TEST(RunCommand, JsonShape) {
+  std::string path = ::testing::TempDir() + "/seed.relay";
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(kSeed, f);
+    std::fclose(f);
+  }
+  std::string cmd = std::string(FUSETUNE_BINARY) + " run " + path +
+                    " --plan greedy --threads 2 --repeat 2 --json";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  ASSERT_EQ(pclose(pipe), 0) << out;
+  auto j = nlohmann::ordered_json::parse(out);
+  std::vector<std::string> keys;
+  for (auto& [k, v] : j.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"graph", "plan", "threads", "target", "groups",
+                                            "kernels", "total_us", "max_abs_error"}));
+  EXPECT_EQ(j["plan"], "greedy");
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["groups"], nlohmann::ordered_json::parse(R"([["%0", "%1", "%2"]])"));
+  EXPECT_EQ(j["kernels"][0]["nodes"], j["groups"][0]);
+  EXPECT_GT(j["kernels"][0]["us"].get<double>(), 0.0);
+  EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
+}
+
+}  // namespace
+}  // namespace fusetune::testing
