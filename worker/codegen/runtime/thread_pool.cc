@@ -1,3 +1,8 @@
+// How a parallel loop runs: [0, n) is cut into `chunks` (8 per thread) and each thread owns a
+// contiguous run of chunks, so repeated calls keep each thread on the same data (its cache).
+// A thread that finishes its own run steals chunks from the others' runs, so a thread that the
+// OS deschedules (a shared or busy machine) delays the loop by a chunk, not by its whole share.
+// Waiting spins briefly, then yields, then (idle workers) sleeps on a condition variable.
 #include "worker/codegen/runtime/thread_pool.h"
 
 #include <algorithm>
@@ -16,11 +21,49 @@ namespace {
 
 using ChunkFn = void (*)(void*, int64_t, int64_t);
 
-// How long an idle worker spins before it sleeps: long enough to catch the next kernel call of a
-// timing loop, short enough that an idle pool does not steal cores from other processes.
+// How long an idle worker stays awake after a job: long enough to catch the next kernel call of
+// a timing loop, short enough that an idle pool does not take cores from other processes.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
+constexpr int kChunksPerThread = 8;
 
 thread_local bool t_inside_pool = false;
+
+// Spins a little, then yields the core, until `done()`.
+template <typename Done>
+void WaitUntil(Done done) {
+  for (int i = 0; !done(); ++i) {
+    if (i < 256) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+struct Job {
+  ChunkFn fn;
+  void* ctx;
+  int64_t n;
+  int chunks;
+  int threads;
+  std::unique_ptr<std::atomic<int>[]> cursor;  // next chunk of each thread's run
+  std::vector<int> end;                        // end of each thread's run
+  std::atomic<int> done{0};                    // chunks finished
+  std::atomic<int> inside{0};                  // workers currently using this job
+
+  void RunChunk(int c) {
+    fn(ctx, n * c / chunks, n * (c + 1) / chunks);
+    done.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // Thread t's own run first, then whatever is left in the others' runs.
+  void Share(int t) {
+    for (int k = 0; k < threads; ++k) {
+      int u = (t + k) % threads;
+      if (k == 0 && t >= threads) continue;
+      for (int c; (c = cursor[u].fetch_add(1, std::memory_order_relaxed)) < end[u];) RunChunk(c);
+    }
+  }
+};
 
 class Pool {
  public:
@@ -46,26 +89,38 @@ class Pool {
 
   void ParallelFor(int64_t n, ChunkFn fn, void* ctx) {
     if (n <= 0) return;
-    if (t_inside_pool || threads_ <= 1 || n == 1) {
+    const int threads = threads_;
+    if (t_inside_pool || threads <= 1 || n == 1) {
       fn(ctx, 0, n);
       return;
     }
     std::lock_guard<std::mutex> call(call_mutex_);
-    int chunks = static_cast<int>(std::min<int64_t>(threads_, n));
+    Job job;
+    job.fn = fn;
+    job.ctx = ctx;
+    job.n = n;
+    job.threads = static_cast<int>(std::min<int64_t>(threads, n));
+    job.chunks = static_cast<int>(std::min<int64_t>(int64_t{job.threads} * kChunksPerThread, n));
+    job.cursor = std::make_unique<std::atomic<int>[]>(job.threads);
+    for (int t = 0; t < job.threads; ++t) {
+      job.cursor[t].store(job.chunks * t / job.threads, std::memory_order_relaxed);
+      job.end.push_back(job.chunks * (t + 1) / job.threads);
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      fn_ = fn;
-      ctx_ = ctx;
-      n_ = n;
-      chunks_ = chunks;
-      pending_.store(chunks - 1, std::memory_order_relaxed);
+      job_ = &job;
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     t_inside_pool = true;
-    fn(ctx, 0, n / chunks);
+    job.Share(0);
     t_inside_pool = false;
-    while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+    WaitUntil([&] { return job.done.load(std::memory_order_acquire) == job.chunks; });
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = nullptr;  // no worker enters the job from now on
+    }
+    WaitUntil([&] { return job.inside.load(std::memory_order_acquire) == 0; });
   }
 
  private:
@@ -76,48 +131,42 @@ class Pool {
       uint64_t now = generation_.load(std::memory_order_acquire);
       if (now == seen) {
         auto until = std::chrono::steady_clock::now() + kSpinTime;
-        while ((now = generation_.load(std::memory_order_acquire)) == seen &&
-               std::chrono::steady_clock::now() < until) {
-          for (int i = 0; i < 64; ++i) _mm_pause();
+        for (int i = 0; (now = generation_.load(std::memory_order_acquire)) == seen; ++i) {
+          if (std::chrono::steady_clock::now() >= until) break;
+          if (i < 64) {
+            _mm_pause();
+          } else {
+            std::this_thread::yield();
+          }
         }
         if (now == seen) {
           std::unique_lock<std::mutex> lock(mutex_);
           wake_.wait(lock, [&] { return generation_.load() != seen; });
         }
       }
-      ChunkFn fn;
-      void* ctx;
-      int64_t n;
-      int chunks;
+      Job* job;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (stop_) return;
-        // Read the generation with the job it belongs to, so a late worker never runs a job twice.
         seen = generation_.load();
-        fn = fn_;
-        ctx = ctx_;
-        n = n_;
-        chunks = chunks_;
+        job = job_;
+        if (job) job->inside.fetch_add(1, std::memory_order_relaxed);
       }
-      if (index < chunks) {
-        fn(ctx, n * index / chunks, n * (index + 1) / chunks);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
+      if (job) {
+        job->Share(index);
+        job->inside.fetch_sub(1, std::memory_order_release);
       }
     }
   }
 
   std::mutex call_mutex_;  // one parallel loop at a time
-  std::mutex mutex_;       // guards the job description below
+  std::mutex mutex_;       // guards job_ and stop_
   std::condition_variable wake_;
   std::vector<std::thread> workers_;
   std::atomic<int> threads_{1};
   bool stop_ = false;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
-  ChunkFn fn_ = nullptr;
-  void* ctx_ = nullptr;
-  int64_t n_ = 0;
-  int chunks_ = 0;
+  Job* job_ = nullptr;
 };
 
 Pool& ThePool() {

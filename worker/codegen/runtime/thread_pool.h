@@ -1,7 +1,8 @@
 #pragma once
 // The one persistent thread pool that generated kernels call. A parallel loop in a kernel is
 // outlined into `fn(ctx, begin, end)` and handed to fusetune_parallel_for, which splits [0, n)
-// into one contiguous chunk per thread; the calling thread runs the first chunk itself.
+// into chunks, each thread owning a contiguous run of them and stealing when done early (see
+// thread_pool.cc); the calling thread takes part.
 // Workers spin briefly after a job (kernels are called back to back when timed) and then sleep,
 // so an idle pool costs nothing. A call from inside a chunk runs serially (no nesting).
 #include <cstdint>
