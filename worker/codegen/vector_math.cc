@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
 namespace fusetune::codegen {
 namespace {
@@ -63,7 +65,37 @@ constexpr double kExpHi = 88.72283935546875;  // above: +inf
 // cores) and turned a masked softmax row (exp of -10000) into a 10x slower kernel.
 constexpr double kExpLo = -87.0;
 
-// exp on x already clamped to [kExpLo, kExpHi]; `fast` uses the shorter polynomial.
+// The AVX-512 scalef instruction for this vector width, if the function's target has it:
+// y * 2^floor(n) in one instruction, with overflow to inf built in.
+std::optional<llvm::Intrinsic::ID> Scalef(llvm::IRBuilderBase& b, Value* x) {
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
+  if (!vt) return std::nullopt;
+  llvm::Attribute features = b.GetInsertBlock()->getParent()->getFnAttribute("target-features");
+  if (!features.isValid()) return std::nullopt;
+  llvm::StringRef f = features.getValueAsString();
+  if (!f.contains("+avx512f")) return std::nullopt;
+  switch (vt->getNumElements()) {
+    case 16:
+      return llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
+    case 8:
+      return f.contains("+avx512vl") ? std::optional(llvm::Intrinsic::x86_avx512_mask_scalef_ps_256)
+                                     : std::nullopt;
+    case 4:
+      return f.contains("+avx512vl") ? std::optional(llvm::Intrinsic::x86_avx512_mask_scalef_ps_128)
+                                     : std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+// A clamp that keeps NaN (select on ordered compares, unlike minnum/maxnum).
+Value* ClampKeepNaN(llvm::IRBuilderBase& b, Value* x, double lo, double hi) {
+  Value* low = b.CreateSelect(b.CreateFCmpOLT(x, C(b, x, lo)), C(b, x, lo), x);
+  return b.CreateSelect(b.CreateFCmpOGT(low, C(b, x, hi)), C(b, x, hi), low);
+}
+
+// e^x for x in [kExpLo, 100] (NaN passes through): n = rint(x log2 e), r = x - n ln 2 in two
+// steps, e^r by a polynomial, then the scaling by 2^n.
 Value* ExpCore(llvm::IRBuilderBase& b, Value* x, bool fast) {
   Value* n = Unary(b, llvm::Intrinsic::rint, b.CreateFMul(x, C(b, x, kLog2e)));
   Value* r = Fma(b, n, C(b, x, -kLn2Hi), x);
@@ -77,26 +109,31 @@ Value* ExpCore(llvm::IRBuilderBase& b, Value* x, bool fast) {
                            1.6666665459E-1, 5.0000001201E-1});
     y = b.CreateFAdd(Fma(b, p, b.CreateFMul(r, r), r), C(b, x, 1.0));
   }
-  return ScaleByPow2(b, y, n);
-}
-
-Value* Clamp(llvm::IRBuilderBase& b, Value* x, double lo, double hi) {
-  return Binary(b, llvm::Intrinsic::minnum, Binary(b, llvm::Intrinsic::maxnum, x, C(b, x, lo)),
-                C(b, x, hi));
+  if (auto scalef = Scalef(b, x)) {
+    auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
+    Value* all = b.getIntN(std::max(8u, vt->getNumElements()), -1);
+    return b.CreateIntrinsic(*scalef, {}, {y, n, y, all, b.getInt32(4)});
+  }
+  // Without scalef: n beyond 127 cannot be built as one float, so clamp (inf via select below).
+  return ScaleByPow2(b, y, Binary(b, llvm::Intrinsic::minnum, n, C(b, n, 128.0)));
 }
 
 }  // namespace
 
 Value* EmitExp(llvm::IRBuilderBase& b, Value* x) {
-  Value* y = ExpCore(b, Clamp(b, x, kExpLo, kExpHi), /*fast=*/false);
+  // Clamped to [kExpLo, 100]: large enough that 2^n overflows to inf, small enough that n and r
+  // stay exact; NaN propagates through the arithmetic.
+  Value* y = ExpCore(b, ClampKeepNaN(b, x, kExpLo, 100.0), /*fast=*/false);
   y = b.CreateSelect(b.CreateFCmpOLT(x, C(b, x, kExpLo)), C(b, x, 0.0), y);
-  y = b.CreateSelect(b.CreateFCmpOGT(x, C(b, x, kExpHi)), C(b, x, INFINITY), y);
-  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+  if (!Scalef(b, x)) y = b.CreateSelect(b.CreateFCmpOGT(x, C(b, x, kExpHi)), C(b, x, INFINITY), y);
+  return y;
 }
 
 Value* EmitFastExp(llvm::IRBuilderBase& b, Value* x) {
-  Value* y = ExpCore(b, Clamp(b, x, kExpLo, kExpHi), /*fast=*/true);
-  return b.CreateSelect(b.CreateFCmpOLT(x, C(b, x, kExpLo)), C(b, x, 0.0), y);
+  Value* y = ExpCore(b, ClampKeepNaN(b, x, kExpLo, 100.0), /*fast=*/true);
+  y = b.CreateSelect(b.CreateFCmpOLT(x, C(b, x, kExpLo)), C(b, x, 0.0), y);
+  if (!Scalef(b, x)) y = b.CreateSelect(b.CreateFCmpOGT(x, C(b, x, kExpHi)), C(b, x, INFINITY), y);
+  return y;
 }
 
 Value* EmitLog(llvm::IRBuilderBase& b, Value* x) {
@@ -146,7 +183,7 @@ Value* EmitTanh(llvm::IRBuilderBase& b, Value* x) {
 }
 
 Value* EmitFastTanh(llvm::IRBuilderBase& b, Value* x) {
-  Value* xc = Clamp(b, x, -9.0, 9.0);
+  Value* xc = ClampKeepNaN(b, x, -9.0, 9.0);
   Value* e = EmitFastExp(b, b.CreateFAdd(xc, xc));
   return b.CreateFSub(C(b, x, 1.0), b.CreateFDiv(C(b, x, 2.0), b.CreateFAdd(e, C(b, x, 1.0))));
 }
