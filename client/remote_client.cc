@@ -44,6 +44,10 @@ RemoteClient::RemoteClient(const RemoteFlags& flags) : server_(flags.server) {
           : grpc::SslCredentials(grpc::SslCredentialsOptions{ReadFile(flags.tls_ca), "", ""});
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
+  // Watching a task across a server restart: reconnect within a second, not gRPC's minutes.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a new client is a new connection
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   tuner_ = v1::Tuner::NewStub(grpc::CreateCustomChannel(server_, credentials, args));
 }
 
@@ -116,10 +120,11 @@ TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
   // The stream ends after a terminal state; a dropped stream (a server restart) is watched again.
   v1::TaskStatus last = submitted.status();
   for (int attempt = 0;; ++attempt) {
-    auto context = client.Context(std::chrono::milliseconds(0));
+    RemoteClient watcher(flags);  // a fresh connection each time: the server may have restarted
+    auto context = watcher.Context(std::chrono::milliseconds(0));
     v1::WatchTaskRequest watch;
     watch.set_task_id(id);
-    auto reader = client.tuner().WatchTask(context.get(), watch);
+    auto reader = watcher.tuner().WatchTask(context.get(), watch);
     v1::TaskStatus status;
     while (reader->Read(&status)) {
       last = status;

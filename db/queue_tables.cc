@@ -542,6 +542,28 @@ bool Store::Heartbeat(const std::string& worker_id, int64_t lease_ms, int64_t no
   return known;
 }
 
+bool Store::HeartbeatRunning(const std::string& worker_id, int64_t current_job_id,
+                             int64_t lease_ms, int64_t now_ms) {
+  std::lock_guard lock(mutex_);
+  RequireVersion(2, "workers");
+  int64_t now = OrNow(now_ms);
+  Transaction tx(*conn_);
+  Statement st =
+      conn_->Prepare("UPDATE workers SET last_heartbeat = ?1, state = 'online' WHERE id = ?2");
+  st.BindAll(now, worker_id);
+  st.Run();
+  bool known = conn_->Changes() > 0;
+  if (known && current_job_id > 0) {
+    Statement extend = conn_->Prepare(
+        "UPDATE jobs SET lease_deadline = ?1, updated_at = ?2 "
+        "WHERE id = ?3 AND state = 'leased' AND lease_owner = ?4");
+    extend.BindAll(now + lease_ms, now, current_job_id, worker_id);
+    extend.Run();
+  }
+  tx.Commit();
+  return known;
+}
+
 int64_t Store::MarkWorkersOffline(int64_t cutoff_ms) {
   std::lock_guard lock(mutex_);
   RequireVersion(2, "workers");

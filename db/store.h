@@ -221,6 +221,12 @@ class Store {
   // Records a heartbeat and extends the worker's leases to now + lease_ms. False when the worker
   // is unknown (it should register again).
   bool Heartbeat(const std::string& worker_id, int64_t lease_ms, int64_t now_ms = 0);
+  // Records a heartbeat and extends the lease of `current_job_id` only (0: the worker is idle).
+  // Other leases the worker holds are left to expire: a worker runs one job at a time, so they
+  // are leases whose answer never reached it (lost when the server restarted). False when the
+  // worker is unknown.
+  bool HeartbeatRunning(const std::string& worker_id, int64_t current_job_id, int64_t lease_ms,
+                        int64_t now_ms = 0);
   // Workers silent since before `cutoff_ms` are marked offline; returns how many.
   int64_t MarkWorkersOffline(int64_t cutoff_ms);
   std::optional<WorkerRecord> FindWorker(const std::string& id) const;

@@ -25,12 +25,13 @@ namespace {
 constexpr int kLeaseWaitMs = 2000;
 constexpr auto kRpcSlack = std::chrono::seconds(10);  // beyond a long poll's wait
 
-// Exponential backoff with jitter, 100 ms doubling to 5 s.
+// Exponential backoff with jitter, 100 ms doubling to 2 s: short enough that a restarted server
+// hears from its workers well within a lease period.
 class Backoff {
  public:
   std::chrono::milliseconds Next() {
     auto base = delay_;
-    delay_ = std::min(delay_ * 2, std::chrono::milliseconds(5000));
+    delay_ = std::min(delay_ * 2, std::chrono::milliseconds(2000));
     std::uniform_int_distribution<int> jitter(0, static_cast<int>(base.count() / 2));
     return base + std::chrono::milliseconds(jitter(rng_));
   }
@@ -58,13 +59,7 @@ class Daemon {
  public:
   Daemon(const DaemonOptions& options, const std::atomic<bool>& stop)
       : options_(options), stop_(stop), sandbox_(options.job_time_limit) {
-    std::shared_ptr<grpc::ChannelCredentials> credentials =
-        options.tls_ca_pem.empty()
-            ? grpc::InsecureChannelCredentials()
-            : grpc::SslCredentials(grpc::SslCredentialsOptions{options.tls_ca_pem, "", ""});
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    stub_ = v1::WorkerHub::NewStub(grpc::CreateCustomChannel(options.server, credentials, args));
+    Reconnect();
     worker_id_ = options.worker_id.empty() ? DefaultWorkerId() : options.worker_id;
     if (!options.target.empty()) {
       target_.set_fingerprint(options.target);
@@ -94,6 +89,30 @@ class Daemon {
   }
 
  private:
+  // A fresh channel. gRPC reuses a subchannel, with its reconnect backoff, across channels of
+  // one process; a local subchannel pool makes the new channel connect at once. Called after a
+  // call finds the server unreachable, so a restarted server hears from this worker within a
+  // backoff step instead of gRPC's own (up to minutes).
+  void Reconnect() {
+    std::shared_ptr<grpc::ChannelCredentials> credentials =
+        options_.tls_ca_pem.empty()
+            ? grpc::InsecureChannelCredentials()
+            : grpc::SslCredentials(grpc::SslCredentialsOptions{options_.tls_ca_pem, "", ""});
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    auto stub =
+        v1::WorkerHub::NewStub(grpc::CreateCustomChannel(options_.server, credentials, args));
+    std::lock_guard lock(stub_mutex_);
+    stub_ = std::move(stub);
+  }
+  std::shared_ptr<v1::WorkerHub::Stub> Stub() {
+    std::lock_guard lock(stub_mutex_);
+    return stub_;
+  }
+
   void Prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout) const {
     if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
     context.set_deadline(std::chrono::system_clock::now() + timeout);
@@ -110,7 +129,7 @@ class Daemon {
       request.set_cores(cores_);
       request.set_version("fusetune 0.1.0");
       v1::RegisterResponse response;
-      grpc::Status status = stub_->Register(&context, request, &response);
+      grpc::Status status = Stub()->Register(&context, request, &response);
       if (status.ok()) {
         std::lock_guard lock(mutex_);
         worker_id_ = response.worker_id();
@@ -129,6 +148,7 @@ class Daemon {
       spdlog::warn("cannot reach {} ({}); retrying in {} ms", options_.server,
                    status.error_message(), wait.count());
       SleepUnlessStopped(wait, stop_);
+      Reconnect();
     }
     return true;
   }
@@ -155,7 +175,7 @@ class Daemon {
         request.set_worker_id(worker_id_);
         request.set_wait_ms(kLeaseWaitMs);
         v1::LeaseJobResponse response;
-        grpc::Status status = stub_->LeaseJob(&context, request, &response);
+        grpc::Status status = Stub()->LeaseJob(&context, request, &response);
         if (!status.ok()) {
           if (!HandleError(status, "lease", backoff)) return 2;
           continue;
@@ -164,6 +184,8 @@ class Daemon {
         if (!response.has_job()) continue;
         next = response.job();
       }
+      // Heartbeats from now on name this job, which keeps its lease (and only it) alive.
+      SetCurrentJob(next->job_id());
       v1::MeasurementJob job = std::move(*next);
       next.reset();
       v1::MeasurementResult result = RunOne(job);
@@ -187,16 +209,18 @@ class Daemon {
         spdlog::warn("{}: {} ({}); retrying in {} ms", what, status.error_message(),
                      static_cast<int>(status.error_code()), wait.count());
         SleepUnlessStopped(wait, stop_);
+        if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Reconnect();
         return true;
       }
     }
   }
 
+  void SetCurrentJob(int64_t id) {
+    std::lock_guard lock(mutex_);
+    current_job_ = id;
+  }
+
   v1::MeasurementResult RunOne(const v1::MeasurementJob& message) {
-    {
-      std::lock_guard lock(mutex_);
-      current_job_ = message.job_id();
-    }
     auto start = std::chrono::steady_clock::now();
     v1::MeasurementResult out;
     try {
@@ -220,10 +244,6 @@ class Daemon {
       spdlog::warn("job {}: {}", message.job_id(), out.failure());
     }
     out.set_worker_id(worker_id_);
-    {
-      std::lock_guard lock(mutex_);
-      current_job_ = 0;
-    }
     return out;
   }
 
@@ -240,11 +260,12 @@ class Daemon {
       request.set_lease_next(true);
       request.set_wait_ms(kLeaseWaitMs);
       v1::ReportResultResponse response;
-      grpc::Status status = stub_->ReportResult(&context, request, &response);
+      grpc::Status status = Stub()->ReportResult(&context, request, &response);
       if (status.ok()) {
         if (response.duplicate())
           spdlog::info("job {} was already done elsewhere", result.job_id());
         if (response.has_next_job()) next = response.next_job();
+        SetCurrentJob(next ? next->job_id() : 0);
         return true;
       }
       if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
@@ -280,7 +301,7 @@ class Daemon {
       request.set_worker_id(id);
       request.set_current_job_id(current);
       v1::HeartbeatResponse response;
-      grpc::Status status = stub_->Heartbeat(&context, request, &response);
+      grpc::Status status = Stub()->Heartbeat(&context, request, &response);
       if (status.ok() && !response.registered()) {
         spdlog::warn("the server does not know this worker; registering again");
         Forget();
@@ -302,7 +323,8 @@ class Daemon {
   const DaemonOptions& options_;
   const std::atomic<bool>& stop_;
   Sandbox sandbox_;
-  std::unique_ptr<v1::WorkerHub::Stub> stub_;
+  std::mutex stub_mutex_;
+  std::shared_ptr<v1::WorkerHub::Stub> stub_;
   v1::Target target_;
   int cores_ = 1;
   std::mutex mutex_;

@@ -35,6 +35,7 @@ class Server {
   void Shutdown();
 
   db::Store& store() { return *store_; }
+  JobBoard& board() { return board_; }
 
  private:
   void ReapLeases();

@@ -203,7 +203,11 @@ grpc::Status WorkerHubService::Heartbeat(grpc::ServerContext* context,
   return Answer([&] {
     Authenticate(*context);
     CheckWorkerId(request->worker_id());
-    response->set_registered(store_.Heartbeat(request->worker_id(), options_.lease_ms));
+    if (request->current_job_id() < 0)
+      throw UserError(fmt::format("current_job_id: must not be negative, got {}",
+                                  request->current_job_id()));
+    response->set_registered(store_.HeartbeatRunning(
+        request->worker_id(), request->current_job_id(), options_.lease_ms));
     if (!response->registered()) {
       std::lock_guard lock(mutex_);
       targets_.erase(request->worker_id());

@@ -390,5 +390,29 @@ TEST(Jobs, CompleteWithResultRefusesAnotherTarget) {
   EXPECT_EQ(store.FindJob(any->id)->result_target, "arm64-m1");
 }
 
+// A heartbeat extends the job the worker says it runs, not a lease whose answer it never got.
+TEST(Workers, HeartbeatRunningExtendsOnlyTheCurrentJob) {
+  TempDir dir;
+  Store store(dir.File("q.db"));
+  WorkerRecord w;
+  w.id = "w1";
+  w.target_fingerprint = kZen;
+  store.RegisterWorker(w);
+  store.EnqueueJobs(NewTask(store), {Spec("a"), Spec("b")});
+  std::optional<JobRecord> lost = store.LeaseJob("w1", kZen, 1000, 10000);
+  std::optional<JobRecord> running = store.LeaseJob("w1", kZen, 1000, 10000);
+  ASSERT_TRUE(lost && running);
+  EXPECT_TRUE(store.HeartbeatRunning("w1", running->id, 1000, 10500));
+  EXPECT_FALSE(store.HeartbeatRunning("nobody", running->id, 1000, 10500));
+  EXPECT_EQ(store.FindJob(running->id)->lease_deadline, 11500);
+  EXPECT_EQ(store.FindJob(lost->id)->lease_deadline, 11000);
+  RequeueStats stats = store.RequeueExpiredLeases(11200);
+  EXPECT_EQ(stats.requeued, 1);
+  EXPECT_EQ(store.FindJob(lost->id)->state, JobState::kQueued);
+  EXPECT_EQ(store.FindJob(running->id)->state, JobState::kLeased);
+  EXPECT_TRUE(store.HeartbeatRunning("w1", 0, 1000, 11300));
+  EXPECT_EQ(store.FindJob(running->id)->lease_deadline, 11500) << "idle: nothing extended";
+}
+
 }  // namespace
 }  // namespace fusetune::db
