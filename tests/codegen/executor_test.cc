@@ -74,18 +74,20 @@ TEST(Timing, GrowsNumberAndReportsOrderedStatistics) {
   TimingOptions options;
   options.warmup = 1;
   options.repeat = 5;
-  options.min_repeat_ms = 2;
-  Timing t = TimeCalls(
-      [&] {
-        ++calls;
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      },
-      options);
-  EXPECT_GT(t.number, 1);  // a 50 us call needs several per 2 ms repeat
+  options.min_repeat_ms = 5;
+  // A 20 us busy call (sleeping would measure the scheduler's timer slack instead).
+  auto busy = [&] {
+    ++calls;
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  Timing t = TimeCalls(busy, options);
+  EXPECT_GT(t.number, 1);  // a 20 us call needs many per 5 ms repeat
   EXPECT_EQ(t.repeat, 5);
   EXPECT_EQ(t.samples_us.size(), 5u);
   EXPECT_LE(t.min_us, t.median_us);
-  EXPECT_GE(t.min_us, 50.0);
+  EXPECT_GE(t.min_us, 20.0);
   EXPECT_GE(calls, 1 + 5 * t.number);
 }
 

@@ -181,6 +181,15 @@ TEST(GroupCodegen, InjectiveChains) {
       {{"0", "1", "2", "3"}}, kMath);
 }
 
+TEST(GroupCodegen, TiledTransposes) {
+  // The innermost loop gathers: tiles of T outer positions x 16 columns, with a masked remainder.
+  ExpectMatch("fn (%x: Tensor[(37, 40), float32]) { transpose(%x) }", {}, kExact);
+  ExpectMatch(
+      "fn (%x: Tensor[(24, 60), float32]) {\n  %0 = reshape(%x, newshape=[24, 3, 20]);\n"
+      "  %1 = transpose(%0, axes=[1, 2, 0]);\n  exp(%1)\n}",
+      {{"0", "1", "2"}}, kMath);
+}
+
 TEST(GroupCodegen, ExtraOutputs) {
   // %1 leaves the group as well as the sink.
   ExpectMatch(

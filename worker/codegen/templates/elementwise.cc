@@ -111,43 +111,11 @@ Kernel BuildElementwiseKernel(const Graph& graph, const FusedGroup& group,
   }
   const int nloops = static_cast<int>(loops.size());
 
-  // Loop variables: one vectorized innermost, the outer loops flattened into one.
-  const int inner = gk.Var("v");
-  std::vector<KExpr> loop_var(nloops);
-  loop_var[nloops - 1] = kir::Var(inner);
   std::vector<int64_t> outer_extents;
   for (int l = 0; l + 1 < nloops; ++l) outer_extents.push_back(loops[l].extent);
   const int64_t outer_total =
       std::accumulate(outer_extents.begin(), outer_extents.end(), int64_t{1}, std::multiplies<>());
-  int outer = -1;
-  if (nloops > 1) {
-    outer = gk.Var("p");
-    std::vector<KExpr> coords = Unflatten(kir::Var(outer), outer_extents);
-    for (int l = 0; l + 1 < nloops; ++l) loop_var[l] = coords[l];
-  }
-  // The position within each axis range, then each original axis's coordinate (for leftover
-  // non-affine terms and index leaves).
-  std::vector<KExpr> range_pos(dims.size(), kir::Int(0));
-  for (int l = 0; l < nloops; ++l)
-    range_pos[loops[l].range] =
-        kir::Add(range_pos[loops[l].range], kir::Mul(loop_var[l], kir::Int(loops[l].mult)));
-  std::vector<KExpr> axis_coord(axes);
-  for (size_t r = 0; r < dims.size(); ++r) {
-    std::vector<int64_t> sub(extents.begin() + dims[r].first, extents.begin() + dims[r].second + 1);
-    std::vector<KExpr> c = Unflatten(range_pos[r], sub);
-    for (int a = dims[r].first; a <= dims[r].second; ++a) axis_coord[a] = c[a - dims[r].first];
-  }
-  // A load's affine part in loop variables: a range moves with its innermost axis's coefficient.
-  auto flat = [&](const FlatIndex& index) {
-    KExpr out = kir::Int(index.constant);
-    for (int l = 0; l < nloops; ++l) {
-      int64_t c = index.coef[dims[loops[l].range].second] * loops[l].mult;
-      if (c != 0) out = kir::Add(out, kir::Mul(loop_var[l], kir::Int(c)));
-    }
-    for (const auto& [e, stride] : index.other)
-      out = kir::Add(out, kir::Mul(ToKExpr(e, axis_coord), kir::Int(stride)));
-    return out;
-  };
+  const int64_t inner_extent = loops[nloops - 1].extent;
   FlatIndex out_index;
   out_index.coef.assign(axes, 0);
   {
@@ -158,21 +126,107 @@ Kernel BuildElementwiseKernel(const Graph& graph, const FusedGroup& group,
     }
   }
 
-  std::vector<KStmt> stores;
-  for (size_t i = 0; i < exprs.size(); ++i) {
-    KExpr value = gk.Lower(exprs[i], axis_coord, extents, nullptr, flat);
-    stores.push_back(kir::Store(gk.Buffer(group.outputs[i]), flat(out_index), value));
+  // The stores of one iteration, given the innermost loop's position and the flattened outer
+  // position as kernel IR.
+  auto stores_at = [&](KExpr inner_pos, KExpr outer_pos) {
+    std::vector<KExpr> loop_var(nloops);
+    loop_var[nloops - 1] = inner_pos;
+    if (nloops > 1) {
+      std::vector<KExpr> coords = Unflatten(outer_pos, outer_extents);
+      for (int l = 0; l + 1 < nloops; ++l) loop_var[l] = coords[l];
+    }
+    // The position within each axis range, then each original axis's coordinate (for leftover
+    // non-affine terms and index leaves).
+    std::vector<KExpr> range_pos(dims.size(), kir::Int(0));
+    for (int l = 0; l < nloops; ++l)
+      range_pos[loops[l].range] =
+          kir::Add(range_pos[loops[l].range], kir::Mul(loop_var[l], kir::Int(loops[l].mult)));
+    std::vector<KExpr> axis_coord(axes);
+    for (size_t r = 0; r < dims.size(); ++r) {
+      std::vector<int64_t> sub(extents.begin() + dims[r].first,
+                               extents.begin() + dims[r].second + 1);
+      std::vector<KExpr> c = Unflatten(range_pos[r], sub);
+      for (int a = dims[r].first; a <= dims[r].second; ++a) axis_coord[a] = c[a - dims[r].first];
+    }
+    // A load's affine part in loop variables: a range moves with its innermost axis's coefficient.
+    auto flat = [&](const FlatIndex& index) {
+      KExpr out = kir::Int(index.constant);
+      for (int l = 0; l < nloops; ++l) {
+        int64_t c = index.coef[dims[loops[l].range].second] * loops[l].mult;
+        if (c != 0) out = kir::Add(out, kir::Mul(loop_var[l], kir::Int(c)));
+      }
+      for (const auto& [e, stride] : index.other)
+        out = kir::Add(out, kir::Mul(ToKExpr(e, axis_coord), kir::Int(stride)));
+      return out;
+    };
+    std::vector<KStmt> stores;
+    for (size_t i = 0; i < exprs.size(); ++i) {
+      KExpr value = gk.Lower(exprs[i], axis_coord, extents, nullptr, flat);
+      stores.push_back(kir::Store(gk.Buffer(group.outputs[i]), flat(out_index), value));
+    }
+    return kir::Block(std::move(stores));
+  };
+
+  // Tiling for reads that gather along the innermost loop (a transpose): a W-wide vector of the
+  // output reads W input rows; visiting T consecutive outer positions per block of W columns
+  // reuses those rows' cache lines (and TLB entries) T times instead of once.
+  const int w = knobs.vector;
+  bool gathers = false;
+  for (const FlatIndex& index : loads) {
+    const int last = dims[loops[nloops - 1].range].second;
+    int64_t c = index.coef[last] * loops[nloops - 1].mult;
+    if (c != 0 && c != 1) gathers = true;
+    for (const auto& [e, stride] : index.other) {
+      std::vector<bool> used(axes, false);
+      CollectVars(e, used);
+      for (int a = dims[loops[nloops - 1].range].first; a <= last; ++a)
+        gathers = gathers || used[a];
+    }
   }
-  const int64_t inner_extent = loops[nloops - 1].extent;
-  KStmt body = kir::Block(std::move(stores));
-  if (knobs.vector > 1 && inner_extent > 1) {
-    body = kir::For(inner, inner_extent, LoopKind::kVectorized, body, knobs.vector);
+  int64_t tile = 1;
+  if (knobs.tile && gathers && nloops > 1 && w > 1 && inner_extent >= w) {
+    for (int64_t t : {16, 8, 4, 2}) {
+      if (outer_extents.back() % t == 0) {
+        tile = t;
+        break;
+      }
+    }
+  }
+
+  KStmt body;
+  if (tile > 1) {
+    const int pb = gk.Var("pb"), vb = gk.Var("vb"), pi = gk.Var("pi"), vi = gk.Var("vi");
+    KExpr outer_pos = kir::Add(kir::Mul(kir::Var(pb), kir::Int(tile)), kir::Var(pi));
+    const int64_t full = inner_extent / w, rest = inner_extent % w;
+    std::vector<KStmt> blocks;
+    KExpr inner_pos = kir::Add(kir::Mul(kir::Var(vb), kir::Int(w)), kir::Var(vi));
+    blocks.push_back(kir::For(
+        vb, full, LoopKind::kSerial,
+        kir::For(pi, tile, LoopKind::kSerial,
+                 kir::For(vi, w, LoopKind::kVectorized, stores_at(inner_pos, outer_pos), w))));
+    if (rest > 0) {
+      const int vr = gk.Var("vr");
+      KExpr rest_pos = kir::Add(kir::Int(full * w), kir::Var(vr));
+      blocks.push_back(
+          kir::For(pi, tile, LoopKind::kSerial,
+                   kir::For(vr, rest, LoopKind::kVectorized, stores_at(rest_pos, outer_pos), w)));
+    }
+    body =
+        kir::For(pb, outer_total / tile, knobs.parallel ? LoopKind::kParallel : LoopKind::kSerial,
+                 kir::Block(std::move(blocks)));
   } else {
-    body = kir::For(inner, inner_extent, LoopKind::kSerial, body);
+    const int inner = gk.Var("v");
+    const int outer = nloops > 1 ? gk.Var("p") : -1;
+    body = stores_at(kir::Var(inner), outer >= 0 ? kir::Var(outer) : kir::Int(0));
+    if (w > 1 && inner_extent > 1) {
+      body = kir::For(inner, inner_extent, LoopKind::kVectorized, body, w);
+    } else {
+      body = kir::For(inner, inner_extent, LoopKind::kSerial, body);
+    }
+    if (outer >= 0)
+      body = kir::For(outer, outer_total, knobs.parallel ? LoopKind::kParallel : LoopKind::kSerial,
+                      body);
   }
-  if (outer >= 0)
-    body = kir::For(outer, outer_total, knobs.parallel ? LoopKind::kParallel : LoopKind::kSerial,
-                    body);
   k.body = body;
   return std::move(k);
 }

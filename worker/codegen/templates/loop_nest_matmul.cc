@@ -83,9 +83,13 @@ TemplateKnobs ReadKnobs(const Schedule& schedule, const TargetInfo& target) {
       if (value != 0 && value != 1)
         throw UserError(fmt::format("schedule knob parallel={} must be 0 or 1", value));
       knobs.parallel = value == 1;
+    } else if (key == "tile") {
+      if (value != 0 && value != 1)
+        throw UserError(fmt::format("schedule knob tile={} must be 0 or 1", value));
+      knobs.tile = value == 1;
     } else {
-      throw UserError(
-          fmt::format("unknown schedule knob '{}' (this template has: vector, parallel)", key));
+      throw UserError(fmt::format(
+          "unknown schedule knob '{}' (this template has: vector, parallel, tile)", key));
     }
   }
   return knobs;

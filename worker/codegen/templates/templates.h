@@ -4,6 +4,9 @@
 //
 //   vector    lanes of the vectorized innermost loop (16 = 512-bit on AVX-512; 8, 4; 1 = scalar)
 //   parallel  1: the outer loop runs on the thread pool; 0: serial
+//   tile      element-wise only; 1 (default): when a read gathers along the innermost loop (a
+//             transpose), visit blocks of T outer positions x W columns so gathered lines are
+//             reused from L1; 0: plain row order
 //
 // kElementwise  iterate the sink's output; adjacent axes that every read sees as one contiguous
 //               range are collapsed into one loop, the innermost is vectorized (masked tail),
@@ -28,6 +31,7 @@ namespace fusetune::codegen {
 struct TemplateKnobs {
   int vector = 16;
   bool parallel = true;
+  bool tile = true;  // element-wise: tile outer x inner when the inner loop gathers (transposes)
 };
 
 // Reads the knobs a template understands; throws UserError on an unknown key or a bad value.
