@@ -42,9 +42,10 @@ JobResult Answer(const MeasureJob& job) {
   r.id = job.id;
   r.target = kTarget;
   for (const JobPlan& p : job.plans) {
-    PlanTiming t;
+    decltype(r.plans)::value_type t;  // one plan's figures
     t.name = p.name;
-    for (const auto& g : nlohmann::json::parse(p.json).at("groups")) {
+    const nlohmann::json plan = nlohmann::json::parse(p.json);
+    for (const auto& g : plan.at("groups")) {
       double us = 6.0 + 4.0 * static_cast<double>(g.at("nodes").size());
       t.kernel_us.push_back(us);
       t.median_us += us;
