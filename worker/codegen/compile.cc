@@ -25,12 +25,26 @@ double MsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// float16 / bfloat16 parse, but no kernel computes them yet: refuse them by name.
+void CheckDTypes(const Graph& graph, const FusedGroup& group) {
+  auto check = [&](ValueId v) {
+    DType d = graph.value(v).type.dtype;
+    if (!IsSupportedForCompute(d)) {
+      throw UserError(fmt::format("{} is {}; kernels compute float32, int32 and bool only",
+                                  graph.RefName(v), DTypeName(d)));
+    }
+  };
+  for (ValueId v : group.inputs) check(v);
+  for (ValueId v : group.nodes) check(v);
+}
+
 }  // namespace
 
 bool HasMatmulTemplate() { return FUSETUNE_HAS_MATMUL_TEMPLATE; }
 
 Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                         const TargetInfo& target, const std::string& name) {
+  CheckDTypes(graph, group);
   switch (group.templ) {
     case GroupTemplate::kElementwise:
       return BuildElementwiseKernel(graph, group, ReadKnobs(schedule, target), name);
@@ -52,6 +66,7 @@ std::unique_ptr<JitModule> EmitGroupModule(const Graph& graph, const FusedGroup&
                                            const Schedule& schedule, Jit& jit,
                                            const std::string& symbol,
                                            const CompileOptions& options) {
+  CheckDTypes(graph, group);
   auto module = jit.NewModule(symbol);
 #if FUSETUNE_HAS_MATMUL_TEMPLATE
   if (group.templ == GroupTemplate::kMatmul) {
