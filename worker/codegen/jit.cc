@@ -104,6 +104,8 @@ Jit::Jit() : state_(std::make_shared<JitState>()) {
   llvm::orc::SymbolMap runtime;
   runtime[mangle("fusetune_parallel_for")] =
       llvm::JITEvaluatedSymbol::fromPointer(&fusetune_parallel_for);
+  runtime[mangle("fusetune_parallel_for_chunked")] =
+      llvm::JITEvaluatedSymbol::fromPointer(&fusetune_parallel_for_chunked);
   if (llvm::Error error = main.define(llvm::orc::absoluteSymbols(std::move(runtime)))) {
     throw std::runtime_error("defining runtime symbols: " + ErrorText(std::move(error)));
   }

@@ -165,7 +165,8 @@ class Lowerer {
   }
 
   // The body becomes `void <symbol>_parN(ptr ctx, i64 begin, i64 end)`; ctx holds the buffers
-  // pointer and the values of the enclosing loop variables.
+  // pointer and the values of the enclosing loop variables. Runs through
+  // fusetune_parallel_for_chunked: iterations are independent, so stealing is safe.
   void LowerParallel(const KStmtNode& s) {
     std::vector<int> captured = scope_;
     llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
@@ -210,7 +211,7 @@ class Lowerer {
     b_.SetInsertPoint(saved_block);
 
     llvm::FunctionCallee pool = m_.getOrInsertFunction(
-        "fusetune_parallel_for",
+        "fusetune_parallel_for_chunked",
         llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy()},
                                 false));
     b_.CreateCall(pool, {b_.getInt64(s.extent), body_fn, ctx});

@@ -1,4 +1,4 @@
-// How a parallel loop runs: [0, n) is cut into `chunks` (8 per thread) and each thread owns a
+// How a parallel loop runs: [0, n) is cut into `chunks` (1 or 8 per thread) and each thread owns a
 // contiguous run of chunks, so repeated calls keep each thread on the same data (its cache).
 // A thread that finishes its own run steals chunks from the others' runs, so a thread that the
 // OS deschedules (a shared or busy machine) delays the loop by a chunk, not by its whole share.
@@ -24,7 +24,6 @@ using ChunkFn = void (*)(void*, int64_t, int64_t);
 // How long an idle worker stays awake after a job: long enough to catch the next kernel call of
 // a timing loop, short enough that an idle pool does not take cores from other processes.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
-constexpr int kChunksPerThread = 8;
 
 thread_local bool t_inside_pool = false;
 
@@ -87,7 +86,7 @@ class Pool {
   }
   int threads() const { return threads_; }
 
-  void ParallelFor(int64_t n, ChunkFn fn, void* ctx) {
+  void ParallelFor(int64_t n, ChunkFn fn, void* ctx, int chunks_per_thread) {
     if (n <= 0) return;
     const int threads = threads_;
     if (t_inside_pool || threads <= 1 || n == 1) {
@@ -100,7 +99,7 @@ class Pool {
     job.ctx = ctx;
     job.n = n;
     job.threads = static_cast<int>(std::min<int64_t>(threads, n));
-    job.chunks = static_cast<int>(std::min<int64_t>(int64_t{job.threads} * kChunksPerThread, n));
+    job.chunks = static_cast<int>(std::min<int64_t>(int64_t{job.threads} * chunks_per_thread, n));
     job.cursor = std::make_unique<std::atomic<int>[]>(job.threads);
     for (int t = 0; t < job.threads; ++t) {
       job.cursor[t].store(job.chunks * t / job.threads, std::memory_order_relaxed);
@@ -184,5 +183,11 @@ int MaxThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 extern "C" void fusetune_parallel_for(int64_t n, void (*fn)(void* ctx, int64_t begin, int64_t end),
                                       void* ctx) {
-  fusetune::runtime::ThePool().ParallelFor(n, fn, ctx);
+  fusetune::runtime::ThePool().ParallelFor(n, fn, ctx, 1);
+}
+
+extern "C" void fusetune_parallel_for_chunked(int64_t n,
+                                              void (*fn)(void* ctx, int64_t begin, int64_t end),
+                                              void* ctx) {
+  fusetune::runtime::ThePool().ParallelFor(n, fn, ctx, 8);
 }

@@ -7,8 +7,17 @@
 // so an idle pool costs nothing. A call from inside a chunk runs serially (no nesting).
 #include <cstdint>
 
+// One contiguous range per thread (a thread that finishes early may take a range whose thread
+// has not started): for bodies that amortise work over their range, like the matmul template's
+// B packing.
 extern "C" void fusetune_parallel_for(int64_t n, void (*fn)(void* ctx, int64_t begin, int64_t end),
                                       void* ctx);
+// Eight ranges per thread, each thread taking its own first, then stealing: for loops of
+// independent iterations (the element-wise, reduction and row templates), so a descheduled
+// thread delays the loop by one range rather than by its whole share.
+extern "C" void fusetune_parallel_for_chunked(int64_t n,
+                                              void (*fn)(void* ctx, int64_t begin, int64_t end),
+                                              void* ctx);
 
 namespace fusetune::runtime {
 
