@@ -252,17 +252,24 @@ grpc::Status TunerService::LookupBest(grpc::ServerContext* context,
               fmt::format("search_version: graph lookups use this server's search "
                           "version {}, got {}",
                           kSearchVersion, version));
+        std::string target = LookupTarget(request->target());
+        const std::string key = LookupCache::KeyOf(*request, target);
+        if (std::optional<v1::LookupBestResponse> hit = lookups_.Find(key, store_)) {
+          *response = std::move(*hit);
+          return;
+        }
         std::string text;
         Graph graph = GraphFromSource(request->graph(), GraphLimits(options_), "graph", &text);
         SearchOptions search = TuneOptionsFromProto(request->options(), graph).search;
         if (request->threads() != 0) search.threads = threads;
-        std::string target = LookupTarget(request->target());
         response->set_target(target);
         std::vector<std::string> missing;
         TuneReport report = LookupCached(graph, search, store_, target, &missing);
         for (const RegionReport& r : report.regions)
           *response->add_regions() = RegionToProto(graph, r, r.cached);
         for (const std::string& m : missing) response->add_missing(m);
+        lookups_.Put(key, *response, LookupCache::PlanKeysOf(*response, search.threads, version),
+                     store_);
         return;
       }
       default:

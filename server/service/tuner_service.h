@@ -3,6 +3,7 @@
 // (request_checks.h), call the task manager or the store, answer. No search logic lives here.
 #include "db/store.h"
 #include "proto/fusetune.grpc.pb.h"
+#include "server/service/lookup_cache.h"
 #include "server/service/service_options.h"
 #include "server/service/task_manager.h"
 
@@ -39,6 +40,7 @@ class TunerService final : public v1::Tuner::Service {
   db::Store& store_;
   TaskManager& tasks_;
   const ServiceOptions& options_;
+  LookupCache lookups_;
 };
 
 // A task as the wire shows it (the result decoded from the stored JSON).

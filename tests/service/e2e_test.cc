@@ -114,6 +114,13 @@ TEST(EndToEnd, AQueryForAGraphNeverTunedExitsThreeAndNamesTheRegion) {
       dir, {"query", "--server", server.address(), kExamples + "sub_exp_100x120x120.relay"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("[%0 %1]"), std::string::npos) << r.err;
+  // Once tuned, the same query is answered (the server's lookup cache never serves the stale
+  // "missing" answer).
+  const std::string graph = kExamples + "sub_exp_100x120x120.relay";
+  ASSERT_EQ(RunFusetune(dir, {"tune", "--server", server.address(), graph}).exit_code, 0);
+  CommandResult again = RunFusetune(dir, {"query", "--json", "--server", server.address(), graph});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["regions"][0]["cached"], true);
 }
 
 // Real kernels: the tuned plan through the farm is local mode's plan, and the JSON has the same
