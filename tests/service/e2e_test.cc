@@ -123,6 +123,26 @@ TEST(EndToEnd, AQueryForAGraphNeverTunedExitsThreeAndNamesTheRegion) {
   EXPECT_EQ(nlohmann::json::parse(again.out)["regions"][0]["cached"], true);
 }
 
+// A request names its target: only that target's workers measure for it, and the result says
+// which one measured.
+TEST(EndToEnd, ATaskForOneTargetIsMeasuredOnlyByThatTargetsWorkers) {
+  TestDir dir;
+  ServerProcess server(dir, dir.File("targets.db"));
+  Process a(
+      {"worker", "--server", server.address(), "--synthetic", "--target", "cpu-a", "--id", "a"},
+      dir.File("a"));
+  Process b(
+      {"worker", "--server", server.address(), "--synthetic", "--target", "cpu-b", "--id", "b"},
+      dir.File("b"));
+  const std::string graph = dir.Write("chain.relay", kChain);
+  CommandResult r = RunFusetune(
+      dir, {"tune", "--json", "--server", server.address(), "--target", "cpu-b", graph});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["target"], "cpu-b");
+  EXPECT_TRUE(JobsRun(a.Err()).empty()) << a.Err();
+  EXPECT_FALSE(JobsRun(b.Err()).empty()) << b.Err();
+}
+
 // Real kernels: the tuned plan through the farm is local mode's plan, and the JSON has the same
 // shape. Skipped while this build's workers cannot run kernels.
 TEST(EndToEnd, RealKernelsThroughTwoWorkersMatchLocalMode) {

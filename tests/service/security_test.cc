@@ -74,6 +74,30 @@ TEST(Security, ClientAndWorkerTokensAreRequiredAndCheckedSeparately) {
   EXPECT_EQ(health, std::string("\x08\x01", 2)) << "status SERVING";
 }
 
+// With --tls-cert/--tls-key the server speaks TLS only: workers and clients that trust the CA
+// work, a plain-text client cannot connect.
+TEST(Security, TlsServerTalksToClientsThatTrustItsCertificate) {
+  TestDir dir;
+  const std::string cert = dir.File("cert.pem"), key = dir.File("key.pem");
+  std::string openssl =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+      "-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  if (std::system(openssl.c_str()) != 0) GTEST_SKIP() << "openssl could not make a certificate";
+  ServerProcess server(dir, dir.File("tls.db"), {"--tls-cert", cert, "--tls-key", key});
+  ASSERT_NE(server.process().Out().find("TLS"), std::string::npos);
+  Process worker({"worker", "--server", server.address(), "--synthetic", "--tls-ca", cert},
+                 dir.File("w"));
+  const std::string graph = dir.Write("chain.relay", kChain);
+  CommandResult tuned =
+      RunFusetune(dir, {"tune", "--json", "--server", server.address(), "--tls-ca", cert, graph});
+  EXPECT_EQ(tuned.exit_code, 0) << tuned.err << "\n" << worker.Err();
+  CommandResult plain =
+      RunFusetune(dir, {"tasks", "--server", server.address()}, {}, std::chrono::seconds(60));
+  EXPECT_EQ(plain.exit_code, 1) << plain.err;
+  EXPECT_NE(plain.err.find("cannot reach the server"), std::string::npos) << plain.err;
+}
+
 TEST(Security, ReflectionListsBothServices) {
   TestDir dir;
   ServerProcess server(dir, dir.File("refl.db"));
