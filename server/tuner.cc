@@ -1,8 +1,10 @@
 #include "server/tuner.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -52,6 +54,35 @@ bool RestrictsSpace(const SearchOptions& o) {
   return !o.never_fuse_ops.empty() || !o.never_fuse_nodes.empty() || !o.forbidden_groups.empty() ||
          o.max_group_size != defaults.max_group_size ||
          o.max_kernel_args != defaults.max_kernel_args;
+}
+
+// Tuned, greedy and unfused plans of one graph (a region or the whole), to be timed together.
+enum Slot { kTuned = 0, kGreedy = 1, kUnfused = 2 };
+constexpr const char* kSlotNames[3] = {"tuned", "greedy", "unfused"};
+// Each plan is timed in this many rounds and keeps its fastest median: on a shared machine, a
+// burst of load during one plan's timing must not decide the comparison.
+constexpr int kTimingRounds = 2;
+
+struct ThreeWay {
+  const Graph* graph = nullptr;
+  std::optional<Plan> plans[3];
+};
+
+struct ThreeWayResult {
+  double us[3] = {kInf, kInf, kInf};
+  double max_abs_error[3] = {0, 0, 0};
+  std::string reason[3];
+  int chosen = -1;  // the fastest slot; ties go to tuned, then greedy
+};
+
+bool SameGroups(const Plan& a, const Plan& b) {
+  if (a.groups.size() != b.groups.size()) return false;
+  std::vector<std::vector<ValueId>> x, y;
+  for (const PlanGroup& g : a.groups) x.push_back(g.nodes);
+  for (const PlanGroup& g : b.groups) y.push_back(g.nodes);
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
 }
 
 std::vector<std::string> OpsOf(const Graph& g, const std::vector<ValueId>& nodes) {
@@ -324,7 +355,7 @@ class TuneRun {
       GroupWork& gw = groups_.at(job_sigs[j]);
       for (size_t p = 0; p < job_schedules[j].size(); ++p) {
         size_t s = job_schedules[j][p];
-        const PlanTiming& t = results[j].plans.at(p);
+        const PlanResult& t = results[j].plans.at(p);
         db::MeasurementRecord rec;
         rec.key = {gw.signature, gw.schedules[s].ToString(), report_.target, opt_.search.threads};
         rec.status = t.ok ? db::MeasurementStatus::kOk : db::MeasurementStatus::kInvalid;
@@ -355,9 +386,8 @@ class TuneRun {
   }
 
   void SearchAndValidate(const std::vector<size_t>& to_search) {
-    std::vector<MeasureJob> jobs;
     std::vector<Subgraph> subs;
-    std::vector<std::vector<Plan>> region_plans;
+    std::vector<ThreeWay> ways;
     for (size_t r : to_search) {
       RegionWork& w = regions_[r];
       std::vector<CostedGroup> costed;
@@ -367,57 +397,44 @@ class TuneRun {
             {w.region.groups[i].nodes, pruned_.count(gw.signature) ? kInf : gw.best_us()});
       }
       Partition best = FindBestPartition(g_, w.region.nodes, costed);
-      Subgraph sub = ExtractSubgraph(g_, w.canon.inputs, w.canon.nodes, w.canon.outputs);
-      std::vector<Plan> plans;
+      subs.push_back(ExtractSubgraph(g_, w.canon.inputs, w.canon.nodes, w.canon.outputs));
+      const Subgraph& sub = subs.back();
+      ThreeWay way;
       if (best.found()) {
         Plan tuned{"tuned", {}};
         for (size_t idx : best.groups)
           tuned.groups.push_back(
               {w.region.groups[idx].nodes, groups_.at(w.group_sigs[idx]).best_schedule()});
-        plans.push_back(ToSubgraph(sub, tuned));
+        way.plans[kTuned] = ToSubgraph(sub, tuned);
       }
-      plans.push_back(WithBestSchedules(sub, Greedy(sub.graph, &sub)));
-      plans.push_back(WithBestSchedules(sub, UnfusedPlan(sub.graph)));
-      jobs.push_back(PlansJob(sub, plans, opt_));
-      jobs.back().id = static_cast<int64_t>(jobs.size());
-      subs.push_back(std::move(sub));
-      region_plans.push_back(std::move(plans));
+      way.plans[kGreedy] = WithBestSchedules(sub, Greedy(sub.graph, &sub));
+      way.plans[kUnfused] = WithBestSchedules(sub, UnfusedPlan(sub.graph));
+      ways.push_back(std::move(way));
     }
-    auto results = RunWithProgress("validating", jobs);
+    for (size_t i = 0; i < ways.size(); ++i) ways[i].graph = &subs[i].graph;
+    std::vector<ThreeWayResult> results = CompareThreeWays(ways, "validating");
     for (size_t i = 0; i < to_search.size(); ++i) {
       const size_t r = to_search[i];
       RegionWork& w = regions_[r];
-      const JobResult& res = results[i];
-      const PlanTiming* chosen = nullptr;
-      size_t chosen_index = 0;
-      double figures[3] = {kInf, kInf, kInf};  // tuned, greedy, unfused
-      for (size_t p = 0; p < res.plans.size(); ++p) {
-        const PlanTiming& t = res.plans[p];
-        int slot = t.name == "tuned" ? 0 : t.name == "greedy" ? 1 : 2;
-        if (t.ok) figures[slot] = t.median_us;
-        if (t.ok && (!chosen || t.median_us < chosen->median_us)) {
-          chosen = &t;
-          chosen_index = p;
-        }
-      }
-      if (!chosen) {
+      const ThreeWayResult& res = results[i];
+      if (res.chosen < 0) {
         std::string reasons;
-        for (const PlanTiming& t : res.plans)
-          reasons += fmt::format("\n  {}: {}", t.name, t.reason);
+        for (int slot = 0; slot < 3; ++slot)
+          if (ways[i].plans[slot])
+            reasons += fmt::format("\n  {}: {}", kSlotNames[slot], res.reason[slot]);
         throw std::runtime_error(fmt::format("region {} ({}) could not be run under any plan:{}",
                                              w.signature,
                                              fmt::join(OpsOf(g_, w.region.nodes), ", "), reasons));
       }
       // The tuned plan is never reported slower than a baseline it could have been: the fastest
       // of the three is what is stored and used, and its time is the tuned figure.
-      const Plan& plan = region_plans[i][chosen_index];
       db::BestPlanRecord rec;
       rec.key = KeyFor(w.signature);
-      rec.groups = ToStored(subs[i], plan);
-      rec.tuned_us = chosen->median_us;
-      rec.greedy_us = figures[1];
-      rec.unfused_us = figures[2];
-      rec.chosen = chosen->name;
+      rec.groups = ToStored(subs[i], *ways[i].plans[res.chosen]);
+      rec.tuned_us = res.us[res.chosen];
+      rec.greedy_us = res.us[kGreedy];
+      rec.unfused_us = res.us[kUnfused];
+      rec.chosen = kSlotNames[res.chosen];
       rec.region_text = w.canon.text;
       rec.ops = OpsOf(g_, w.canon.nodes);
       if (!RestrictsSpace(opt_.search)) store_.PutBestPlan(rec);
@@ -429,9 +446,73 @@ class TuneRun {
         rr.tuned_us = rec.tuned_us;
         rr.greedy_us = rec.greedy_us;
         rr.unfused_us = rec.unfused_us;
-        rr.max_abs_error = chosen->max_abs_error;
+        rr.max_abs_error = res.max_abs_error[res.chosen];
       }
     }
+  }
+
+  // Times the plans of every ThreeWay in kTimingRounds rounds. A plan equal to another of its
+  // graph (the tuned plan is often the greedy one) is timed once and shares its figure.
+  std::vector<ThreeWayResult> CompareThreeWays(const std::vector<ThreeWay>& ways,
+                                               const std::string& phase) {
+    std::vector<MeasureJob> jobs;
+    std::vector<std::array<int, 3>> job_plan_of(ways.size());  // slot -> plan index in the job
+    for (size_t i = 0; i < ways.size(); ++i) {
+      std::vector<const Plan*> distinct;
+      for (int slot = 0; slot < 3; ++slot) {
+        job_plan_of[i][slot] = -1;
+        if (!ways[i].plans[slot]) continue;
+        for (size_t d = 0; d < distinct.size() && job_plan_of[i][slot] < 0; ++d)
+          if (SameGroups(*distinct[d], *ways[i].plans[slot]))
+            job_plan_of[i][slot] = static_cast<int>(d);
+        if (job_plan_of[i][slot] < 0) {
+          job_plan_of[i][slot] = static_cast<int>(distinct.size());
+          distinct.push_back(&*ways[i].plans[slot]);
+        }
+      }
+      MeasureJob job;
+      job.graph_text = PrintRelay(*ways[i].graph);
+      for (size_t d = 0; d < distinct.size(); ++d)
+        job.plans.push_back({fmt::format("plan{}", d), PlanToJson(*ways[i].graph, *distinct[d])});
+      job.threads = opt_.search.threads;
+      job.timing = opt_.timing;
+      jobs.push_back(std::move(job));
+    }
+    std::vector<MeasureJob> all;
+    for (int round = 0; round < kTimingRounds; ++round)
+      for (const MeasureJob& job : jobs) {
+        all.push_back(job);
+        all.back().id = static_cast<int64_t>(all.size());
+      }
+    std::vector<JobResult> answers = RunWithProgress(phase, all);
+    std::vector<ThreeWayResult> out(ways.size());
+    for (size_t i = 0; i < ways.size(); ++i) {
+      for (int slot = 0; slot < 3; ++slot) {
+        const int p = job_plan_of[i][slot];
+        if (p < 0) {
+          out[i].reason[slot] = "no plan";
+          continue;
+        }
+        double best = kInf, error = 0;
+        std::string reason;
+        for (int round = 0; round < kTimingRounds; ++round) {
+          const PlanResult& t = answers[round * ways.size() + i].plans.at(p);
+          if (!t.ok) {
+            reason = t.reason;
+            best = kInf;
+            break;
+          }
+          best = std::min(best, t.median_us);
+          error = std::max(error, t.max_abs_error);
+        }
+        out[i].us[slot] = best;
+        out[i].max_abs_error[slot] = error;
+        out[i].reason[slot] = reason;
+        if (best < kInf && (out[i].chosen < 0 || best < out[i].us[out[i].chosen]))
+          out[i].chosen = slot;
+      }
+    }
+    return out;
   }
 
   // TVM's rules under this request's controls: never-fuse nodes count as opaque, and a greedy
@@ -497,36 +578,32 @@ class TuneRun {
       }
       return;
     }
-    // The whole graph under each plan, in one run.
-    MeasureJob job;
-    job.id = 1;
-    job.graph_text = PrintRelay(g_);
+    // The whole graph under each plan, timed together. As for regions, the fastest is what
+    // the report calls tuned (the union of the regions' choices, unless a whole-graph baseline
+    // beats it).
+    ThreeWay way;
+    way.graph = &g_;
+    way.plans[kTuned] = report_.tuned_plan;
     Plan greedy = Greedy(g_, nullptr);
     for (PlanGroup& pg : greedy.groups) {
       auto it = groups_.find(Signature(g_, pg.nodes));
       if (it != groups_.end() && it->second.best_us() < kInf)
         pg.schedule = it->second.best_schedule();
     }
-    for (const Plan* p : {&report_.tuned_plan, &greedy})
-      job.plans.push_back({p->name, PlanToJson(g_, *p)});
-    job.plans.push_back({"unfused", PlanToJson(g_, UnfusedPlan(g_))});
-    job.threads = opt_.search.threads;
-    job.timing = opt_.timing;
-    JobResult res = RunWithProgress("timing", {job})[0];
+    way.plans[kGreedy] = greedy;
+    way.plans[kUnfused] = UnfusedPlan(g_);
+    ThreeWayResult res = CompareThreeWays({way}, "timing")[0];
+    if (res.chosen < 0)
+      throw std::runtime_error("the whole graph could not be run under any plan: " +
+                               res.reason[kTuned]);
     report_.totals_measured = true;
-    for (const PlanTiming& t : res.plans) {
-      double us = t.ok ? t.median_us : kInf;
-      if (t.name == "tuned") {
-        report_.total_tuned_us = us;
-        report_.max_abs_error = t.max_abs_error;
-        if (!t.ok)
-          throw std::runtime_error("the tuned plan failed on the whole graph: " + t.reason);
-      } else if (t.name == "greedy") {
-        report_.total_greedy_us = us;
-      } else {
-        report_.total_unfused_us = us;
-      }
-    }
+    report_.total_chosen = kSlotNames[res.chosen];
+    report_.total_tuned_us = res.us[res.chosen];
+    report_.total_greedy_us = res.us[kGreedy];
+    report_.total_unfused_us = res.us[kUnfused];
+    report_.max_abs_error = res.max_abs_error[res.chosen];
+    report_.tuned_plan = *way.plans[res.chosen];
+    report_.tuned_plan.name = "tuned";
   }
 
   // The target's peak and bandwidth, measured once and stored: a copy-like kernel over 32 MiB
@@ -548,7 +625,7 @@ class TuneRun {
     job.plans.push_back({"calibration", R"({"groups":[{"nodes":["%0"]},{"nodes":["%1"]}]})"});
     job.threads = opt_.search.threads;
     job.timing = opt_.timing;
-    const PlanTiming& r = RunWithProgress("calibrating", {job})[0].plans.at(0);
+    const PlanResult& r = RunWithProgress("calibrating", {job})[0].plans.at(0);
     if (!r.ok || r.kernel_us.size() != 2 || r.kernel_us[0] <= 0 || r.kernel_us[1] <= 0) return t;
     db::TargetRecord rec;
     rec.fingerprint = report_.target;

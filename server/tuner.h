@@ -52,6 +52,7 @@ struct TuneReport {
   Plan tuned_plan;  // the whole graph
   double total_tuned_us = 0, total_greedy_us = 0, total_unfused_us = 0;
   bool totals_measured = false;  // false: sums of stored region figures (a fully cached run)
+  std::string total_chosen = "tuned";  // which whole-graph plan was fastest
   double max_abs_error = 0;
   int candidates_measured = 0;
   int measurements_reused = 0;

@@ -232,7 +232,7 @@ class Daemon {
       result.target = target_.fingerprint();
       out = ResultToProto(result);
       int ran = 0;
-      for (const PlanTiming& p : result.plans) ran += p.ok ? 1 : 0;
+      for (const PlanResult& p : result.plans) ran += p.ok ? 1 : 0;
       spdlog::info(
           "job {} done in {:.0f} ms ({} of {} plans ran)", message.job_id(),
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -345,7 +345,7 @@ JobResult SyntheticResult(const MeasureJob& job) {
   JobResult result;
   result.id = job.id;
   for (const JobPlan& plan : job.plans) {
-    PlanTiming t;
+    PlanResult t;
     t.name = plan.name;
     nlohmann::json doc = nlohmann::json::parse(plan.json);
     for (const auto& group : doc.at("groups")) {

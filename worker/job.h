@@ -17,14 +17,9 @@
 #include <string>
 #include <vector>
 
-namespace fusetune {
+#include "worker/timing.h"  // TimingOptions
 
-struct TimingOptions {
-  int warmup = 1;
-  int repeat = 5;
-  double min_repeat_ms = 10.0;
-  bool flush_cache = false;
-};
+namespace fusetune {
 
 struct JobPlan {
   std::string name;
@@ -40,7 +35,7 @@ struct MeasureJob {
   TimingOptions timing;
 };
 
-struct PlanTiming {
+struct PlanResult {
   std::string name;
   bool ok = false;
   std::string reason;  // why not ok: compile error, wrong result (with the error), crash, timeout
@@ -54,7 +49,7 @@ struct PlanTiming {
 struct JobResult {
   int64_t id = 0;
   std::string target;  // fingerprint of the machine that measured
-  std::vector<PlanTiming> plans;
+  std::vector<PlanResult> plans;
 };
 
 std::string JobToJson(const MeasureJob& job);
@@ -66,7 +61,7 @@ JobResult ResultFromJson(const std::string& json);  // throws UserError
 JobResult FailedResult(const MeasureJob& job, const std::string& reason);
 
 // Runs the job in this process: parse, compile every group, check every plan's outputs against
-// the reference interpreter, time. Never throws for a bad kernel: that is a failed PlanTiming.
+// the reference interpreter, time. Never throws for a bad kernel: that is a failed PlanResult.
 JobResult RunJob(const MeasureJob& job);
 
 }  // namespace fusetune

@@ -22,6 +22,7 @@ std::string JobToJson(const MeasureJob& job) {
             {"timing",
              {{"warmup", job.timing.warmup},
               {"repeat", job.timing.repeat},
+              {"number", job.timing.number},
               {"min_repeat_ms", job.timing.min_repeat_ms},
               {"flush_cache", job.timing.flush_cache}}}};
   return j.dump();
@@ -38,10 +39,12 @@ MeasureJob JobFromJson(const std::string& text) {
     job.seed = j.value("seed", uint64_t{1});
     if (j.contains("timing")) {
       const auto& t = j["timing"];
-      job.timing.warmup = t.value("warmup", 1);
-      job.timing.repeat = t.value("repeat", 5);
-      job.timing.min_repeat_ms = t.value("min_repeat_ms", 10.0);
-      job.timing.flush_cache = t.value("flush_cache", false);
+      const TimingOptions defaults;
+      job.timing.warmup = t.value("warmup", defaults.warmup);
+      job.timing.repeat = t.value("repeat", defaults.repeat);
+      job.timing.number = t.value("number", defaults.number);
+      job.timing.min_repeat_ms = t.value("min_repeat_ms", defaults.min_repeat_ms);
+      job.timing.flush_cache = t.value("flush_cache", defaults.flush_cache);
     }
     if (job.threads < 1 || job.timing.repeat < 1 || job.timing.min_repeat_ms < 0)
       throw UserError("threads and repeat must be at least 1, min_repeat_ms not negative");
@@ -53,7 +56,7 @@ MeasureJob JobFromJson(const std::string& text) {
 
 std::string ResultToJson(const JobResult& r) {
   json plans = json::array();
-  for (const PlanTiming& p : r.plans)
+  for (const PlanResult& p : r.plans)
     plans.push_back({{"name", p.name},
                      {"ok", p.ok},
                      {"reason", p.reason},
@@ -75,7 +78,7 @@ JobResult ResultFromJson(const std::string& text) {
     r.id = j.at("id").get<int64_t>();
     r.target = j.value("target", std::string());
     for (const auto& p : j.at("plans")) {
-      PlanTiming t;
+      PlanResult t;
       t.name = p.at("name");
       t.ok = p.at("ok");
       t.reason = p.value("reason", std::string());
@@ -99,7 +102,7 @@ JobResult FailedResult(const MeasureJob& job, const std::string& reason) {
   JobResult r;
   r.id = job.id;
   for (const JobPlan& p : job.plans) {
-    PlanTiming t;
+    PlanResult t;
     t.name = p.name;
     t.reason = reason;
     r.plans.push_back(std::move(t));

@@ -99,7 +99,7 @@ v1::MeasurementResult ResultToProto(const JobResult& result) {
   v1::MeasurementResult m;
   m.set_job_id(result.id);
   m.set_target_fingerprint(result.target);
-  for (const PlanTiming& p : result.plans) {
+  for (const PlanResult& p : result.plans) {
     v1::PlanTiming* t = m.add_plans();
     t->set_name(p.name);
     t->set_ok(p.ok);
@@ -136,7 +136,7 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
       throw UserError(where + ": a plan that ran needs median_us > 0, number >= 1, repeat >= 1");
     if (!t.ok() && t.reason().empty())
       throw UserError(where + ".reason: a plan that did not run must say why");
-    PlanTiming p;
+    PlanResult p;
     p.name = t.name();
     p.ok = t.ok();
     p.reason = t.reason();

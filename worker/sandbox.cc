@@ -93,7 +93,7 @@ void Sandbox::Stop() {
 JobResult Sandbox::Run(const MeasureJob& job) {
   JobResult result = RunOnce(job);
   bool all_failed = !result.plans.empty();
-  for (const PlanTiming& t : result.plans)
+  for (const PlanResult& t : result.plans)
     all_failed &= !t.ok && t.reason == result.plans[0].reason;
   if (!all_failed || job.plans.size() < 2 || !child_died_) return result;
   // The child died (or hung) somewhere in the job: run each plan alone, so one crashing kernel
