@@ -300,12 +300,15 @@ std::optional<JobRecord> Store::LeaseJob(const std::string& worker_id,
   if (worker_id.empty()) throw UserError("a lease needs a worker id");
   int64_t now = OrNow(now_ms);
   Transaction tx(*conn_);
-  // One statement: the choice and the lease cannot be split by another writer.
+  // One statement: the choice and the lease cannot be split by another writer. The oldest job is
+  // the smaller of two index minimums (this target's queue and the "any" queue); `target IN (..)
+  // ORDER BY id` would sort every queued row on each lease.
   Statement st = conn_->Prepare(fmt::format(
       "UPDATE jobs SET state = 'leased', lease_owner = ?1, lease_deadline = ?2, "
       "attempts = attempts + 1, updated_at = ?3 "
-      "WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND target IN (?4, 'any') "
-      "            ORDER BY id LIMIT 1) "
+      "WHERE id = (SELECT min(id) FROM ("
+      "  SELECT min(id) AS id FROM jobs WHERE target = ?4 AND state = 'queued' "
+      "  UNION ALL SELECT min(id) FROM jobs WHERE target = 'any' AND state = 'queued')) "
       "RETURNING {}",
       kJobColumns));
   st.BindAll(worker_id, now + lease_ms, now, target_fingerprint);
@@ -542,8 +545,8 @@ bool Store::Heartbeat(const std::string& worker_id, int64_t lease_ms, int64_t no
   return known;
 }
 
-bool Store::HeartbeatRunning(const std::string& worker_id, int64_t current_job_id,
-                             int64_t lease_ms, int64_t now_ms) {
+bool Store::HeartbeatRunning(const std::string& worker_id, int64_t current_job_id, int64_t lease_ms,
+                             int64_t now_ms) {
   std::lock_guard lock(mutex_);
   RequireVersion(2, "workers");
   int64_t now = OrNow(now_ms);

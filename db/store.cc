@@ -73,11 +73,18 @@ Store::Store(const std::string& path, StoreOptions options) : path_(path) {
   // Reads only, so a refused file stays byte-identical.
   int64_t app_id = 0, version = 0, tables = 0;
   try {
+    // One read transaction: the three figures come from one state of the file, even while
+    // another process is creating it (else a fresh file's application_id could be read before
+    // that process's first migration commits and its table count after).
+    Transaction snapshot(*conn_, Transaction::Mode::kRead);
     app_id = PragmaInt(*conn_, "application_id");
     version = PragmaInt(*conn_, "user_version");
-    Statement st = conn_->Prepare("SELECT count(*) FROM sqlite_schema");
-    st.Step();
-    tables = st.Int(0);
+    {
+      Statement st = conn_->Prepare("SELECT count(*) FROM sqlite_schema");
+      st.Step();
+      tables = st.Int(0);
+    }
+    snapshot.Commit();
   } catch (const StoreError& e) {
     throw UserError(
         fmt::format("{} is corrupt or not a SQLite database ({}): fusetune will not "
