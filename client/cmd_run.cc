@@ -1,7 +1,7 @@
-// `fusetune run GRAPH [--plan unfused|greedy|PLAN.json] [--threads N] [--inputs DIR] [--outputs
-// DIR]
-// [--repeat N] [--json]`: compile every group of the plan, run the graph as that sequence of
-// kernels, time each kernel and the whole, and compare the outputs with the reference interpreter.
+// `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
+// [--inputs DIR] [--outputs DIR] [--repeat N] [--json]`: compile every group of the plan, run the
+// graph as that sequence of kernels, time each kernel and the whole, and compare the outputs with
+// the reference interpreter.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,11 +12,15 @@
 
 #include "client/commands.h"
 #include "client/graph_loader.h"
+#include "client/local_backend.h"
+#include "db/default_path.h"
+#include "db/store.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/npy.h"
 #include "ir/plan.h"
 #include "ir/text/relay_printer.h"
+#include "server/tuner.h"
 #include "worker/codegen/jit.h"
 #include "worker/codegen/runtime/thread_pool.h"
 #include "worker/executor.h"
@@ -27,6 +31,7 @@ namespace {
 struct RunOptions {
   std::string graph_path;
   std::string plan = "greedy";
+  std::string db_path;
   int threads = 1;
   std::string inputs_dir;
   std::string outputs_dir;
@@ -34,13 +39,41 @@ struct RunOptions {
   bool json = false;
 };
 
-Plan LoadPlan(const Graph& graph, const std::string& spec) {
+// The stored best plans of every region, for this machine and thread count.
+Plan TunedPlan(const Graph& graph, const RunOptions& o) {
+  db::Store store(o.db_path.empty() ? db::DefaultDbPath() : o.db_path);
+  SearchOptions search;
+  search.threads = o.threads;
+  std::vector<std::string> missing;
+  TuneReport report =
+      LookupCached(graph, search, store, LocalBackend().TargetFingerprint(), &missing);
+  if (!missing.empty()) {
+    std::string names;
+    for (const RegionReport& r : report.regions) {
+      if (r.cached) continue;
+      std::string nodes;
+      for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + RelayRef(graph, v);
+      names += fmt::format("\n  {} [{}]", r.signature, nodes);
+    }
+    throw UserError(fmt::format(
+        "--plan tuned: {} region{} of {} ha{} no stored plan for this CPU at {} thread{}:{}\n"
+        "run `fusetune tune {} --threads {}` first",
+        missing.size(), missing.size() == 1 ? "" : "s", o.graph_path,
+        missing.size() == 1 ? "s" : "ve", o.threads, o.threads == 1 ? "" : "s", names, o.graph_path,
+        o.threads));
+  }
+  return report.tuned_plan;
+}
+
+Plan LoadPlan(const Graph& graph, const RunOptions& o) {
+  const std::string& spec = o.plan;
   if (spec == "unfused") return UnfusedPlan(graph);
   if (spec == "greedy") return GreedyPlan(graph);
+  if (spec == "tuned") return TunedPlan(graph, o);
   std::ifstream in(spec);
   if (!in)
     throw UserError(
-        fmt::format("--plan '{}' is not unfused, greedy or a readable plan file", spec));
+        fmt::format("--plan '{}' is not unfused, greedy, tuned or a readable plan file", spec));
   std::stringstream text;
   text << in.rdbuf();
   return PlanFromJson(graph, text.str(), spec);
@@ -71,7 +104,7 @@ std::vector<Tensor> LoadInputs(const Graph& graph, const std::string& dir) {
 
 void Run(const RunOptions& o) {
   Graph graph = LoadGraph(o.graph_path);
-  Plan plan = LoadPlan(graph, o.plan);
+  Plan plan = LoadPlan(graph, o);
   if (o.threads < 1 || o.threads > runtime::MaxThreads()) {
     throw UserError(fmt::format("--threads {} is outside 1..{}", o.threads, runtime::MaxThreads()));
   }
@@ -142,8 +175,12 @@ void RegisterRunCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Run a graph under a fusion plan: compile, time and check every kernel");
   cmd->add_option("GRAPH", options->graph_path, "Relay text graph")->required();
-  cmd->add_option("--plan", options->plan, "unfused, greedy, or a plan JSON file")
+  cmd->add_option(
+         "--plan", options->plan,
+         "unfused, greedy, tuned (the stored best plans; see `fusetune tune`), or a plan JSON file")
       ->capture_default_str();
+  cmd->add_option("--db", options->db_path,
+                  "SQLite file for --plan tuned (default: as for `fusetune tune`)");
   cmd->add_option("--threads", options->threads, "threads the kernels run with")
       ->capture_default_str();
   cmd->add_option("--inputs", options->inputs_dir,

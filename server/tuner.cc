@@ -199,7 +199,7 @@ class TuneRun {
     report_.threads = opt_.search.threads;
     BuildRegions();
     for (size_t r : LookUpStoredPlans()) missing->push_back(regions_[r].signature);
-    report_.tuned_plan = {"tuned", {}};
+    if (missing->empty()) CollectTunedPlan();
     for (const RegionReport& rr : report_.regions) {
       report_.total_tuned_us += rr.tuned_us;
       report_.total_greedy_us += rr.greedy_us;
@@ -564,11 +564,16 @@ class TuneRun {
     return plan;
   }
 
-  void AssembleWholeGraph(bool measured_something) {
+  // The whole graph's plan: every region's stored choice.
+  void CollectTunedPlan() {
     report_.tuned_plan = {"tuned", {}};
     for (const RegionReport& rr : report_.regions)
       for (const PlanGroup& pg : rr.plan) report_.tuned_plan.groups.push_back(pg);
     SortGroupsTopologically(g_, report_.tuned_plan);
+  }
+
+  void AssembleWholeGraph(bool measured_something) {
+    CollectTunedPlan();
     if (!measured_something) {
       for (const RegionReport& rr : report_.regions) {
         report_.total_tuned_us += rr.tuned_us;

@@ -72,6 +72,16 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   auto query = RunFusetune("query --local --json --db " + db.path() + " " + graph);
   ASSERT_EQ(query.exit_code, 0) << query.err;
   EXPECT_EQ(nlohmann::json::parse(query.out)["regions"][0]["plan"], region["plan"]);
+
+  // `run --plan tuned` runs the stored plan, and refuses a thread count that was never tuned.
+  auto run = RunFusetune("run --plan tuned --json --repeat 2 --db " + db.path() + " " + graph);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto ran = nlohmann::json::parse(run.out);
+  EXPECT_EQ(ran["groups"], region["plan"]);
+  EXPECT_LT(ran["max_abs_error"].get<double>(), 1e-3);
+  auto untuned = RunFusetune("run --plan tuned --threads 2 --db " + db.path() + " " + graph);
+  EXPECT_EQ(untuned.exit_code, 2);
+  EXPECT_NE(untuned.err.find("no stored plan"), std::string::npos) << untuned.err;
 }
 
 TEST(TuneCli, QueryNamesTheRegionsWithoutAPlanAndExitsThree) {
