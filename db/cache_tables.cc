@@ -243,6 +243,15 @@ bool Store::PutMeasurement(const MeasurementRecord& record) {
   return written;
 }
 
+int64_t Store::PutMeasurements(const std::vector<MeasurementRecord>& records) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(*conn_);
+  int64_t written = 0;
+  for (const MeasurementRecord& record : records) written += PutMeasurementLocked(record, nullptr);
+  tx.Commit();
+  return written;
+}
+
 std::vector<MeasurementRecord> Store::ListMeasurements(const MeasurementFilter& filter) const {
   std::lock_guard lock(mutex_);
   return ListMeasurementsIn(*conn_, filter);

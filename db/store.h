@@ -144,6 +144,10 @@ class Store {
   // Stores a measurement unless one is already there. The one exception: an invalid record is
   // replaced by an ok one. An ok record is never replaced. Returns whether `record` was written.
   bool PutMeasurement(const MeasurementRecord& record);
+  // PutMeasurement for each record, in one transaction: another reader sees all of them or none
+  // (a search that finds half of a job's schedules measured would queue the other half again).
+  // Returns how many were written.
+  int64_t PutMeasurements(const std::vector<MeasurementRecord>& records);
   std::vector<MeasurementRecord> ListMeasurements(const MeasurementFilter& filter = {}) const;
   int64_t DeleteMeasurements(const MeasurementFilter& filter);
 

@@ -123,6 +123,23 @@ TEST(Measurements, ConstraintsRejectNonsense) {
   EXPECT_EQ(store.ListMeasurements().size(), 0u);
 }
 
+// A batch is one transaction: all written (an ok record never replaced), or none when one fails.
+TEST(Measurements, PutMeasurementsIsAllOrNothing) {
+  TempDir dir;
+  Store store(dir.File("c.db"));
+  store.PutMeasurement(testing::OkMeasurement(Key("g", "s0"), 1));
+  EXPECT_EQ(store.PutMeasurements({testing::OkMeasurement(Key("g", "s0"), 9),
+                                   testing::OkMeasurement(Key("g", "s1"), 2),
+                                   testing::InvalidMeasurement(Key("g", "s2"), "crash")}),
+            2);
+  EXPECT_EQ(store.FindMeasurement(Key("g", "s0"))->median_us, 1);
+  EXPECT_EQ(store.FindMeasurementsForGroup("g", "x86_64-zen5-avx512", 1).size(), 3u);
+  EXPECT_THROW(store.PutMeasurements({testing::OkMeasurement(Key("h", "s0"), 3),
+                                      testing::OkMeasurement(Key("h", "s1"), 0)}),
+               StoreError);
+  EXPECT_FALSE(store.FindMeasurement(Key("h", "s0"))) << "the batch left nothing behind";
+}
+
 TEST(Measurements, GroupLookupFilterAndDelete) {
   TempDir dir;
   Store store(dir.File("c.db"));
