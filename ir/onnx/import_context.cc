@@ -38,7 +38,7 @@ ValueId ImportState::Materialize(const std::string& onnx_name, OnnxValue& v) {
   if (v.id) return *v.id;
   FT_CHECK(v.host != nullptr, "an ONNX value with neither a graph value nor host data");
   Tensor t = ToTensor(*v.host, "'" + onnx_name + "'");
-  if (t.type().rank() == 0 && !v.initializer)
+  if (t.type().rank() == 0)
     v.id = builder.AddConst(std::move(t));
   else
     v.id = builder.AddParamWithData(ParamName(onnx_name), std::move(t));

@@ -31,7 +31,6 @@ struct OnnxValue {
   Shape shape;
   std::optional<ValueId> id;
   std::shared_ptr<const HostTensor> host;
-  bool initializer = false;  // host value from graph.initializer: materialises as a parameter
 };
 
 // The whole import's state: the graph being built and every ONNX value seen so far.

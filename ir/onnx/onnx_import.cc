@@ -230,7 +230,6 @@ Graph ImportOnnx(std::string_view bytes, const std::string& source, const Limits
       v->elem_type = host->elem_type;
       v->shape = host->shape;
       v->host = std::move(host);
-      v->initializer = true;
       state.Define(init.name(), std::move(v));
     } catch (const UserError& e) {
       throw UserError(fmt::format("{}: initialiser '{}': {}", source, init.name(), e.what()));

@@ -201,6 +201,17 @@ TEST(OnnxElementwise, ScalarConstantsBecomeLiteralsAndWeightsParametersWithData)
   EXPECT_EQ(Run1(g, F32({3}, {1, 1, 1})), (std::vector<float>{1.0f, 1.5f, 2.0f}));
 }
 
+TEST(OnnxElementwise, ScalarInitialisersAreLiteralsToo) {
+  ModelBuilder m;
+  m.Input("x", {2}).Output("y");
+  m.Initializer("scale", {}, {3.0f});
+  m.Node("Mul", {"x", "scale"}, {"y"});
+  Graph g = m.Import();
+  EXPECT_EQ(g.params().size(), 1u);
+  EXPECT_EQ(g.value(g.value(g.outputs()[0]).inputs[1]).kind, ValueKind::kConst);
+  EXPECT_EQ(Run1(g, F32({2}, {1, -2})), (std::vector<float>{3, -6}));
+}
+
 TEST(OnnxElementwise, IdentityAndDropoutPassTheirInputThrough) {
   ModelBuilder m(13);
   m.Input("x", {2}).Output("y");
