@@ -5,7 +5,7 @@ For each sequence length: exports torch.nn.TransformerEncoderLayer(768, 12, 3072
 batch_first) with export_bert.py, tunes it with `fusetune tune --local` at each thread count,
 then, in the same run and round-robin, times `fusetune run --plan tuned|greedy|unfused` and
 PyTorch (eval, no_grad: its fused fast path; ATEN_CPU_CAPABILITY=avx512, OMP_WAIT_POLICY=PASSIVE,
-OpenBLAS left on its AVX-512 kernels). Prints the max abs error of every fusetune plan against
+OpenBLAS on its AVX-512 kernels). Prints the max abs error of every fusetune plan against
 PyTorch's output and the times as ratios to PyTorch's.
 
   /usr/bin/python3 bench/bert/bert_vs_pytorch.py --fusetune build/fusetune
@@ -24,19 +24,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PLANS = ["tuned", "greedy", "unfused"]
 
 
-def peer_env(threads):
+def peer_env(threads, coretype):
     env = dict(os.environ)
     env.update(ATEN_CPU_CAPABILITY="avx512", OMP_WAIT_POLICY="PASSIVE",
                OMP_NUM_THREADS=str(threads))
-    # With these set OpenBLAS runs its AVX2 kernel (see TOOLCHAIN.md); peers get their best.
-    env.pop("OPENBLAS_CORETYPE", None)
+    # PyTorch's fp32 linear layers call OpenBLAS. OpenBLAS 0.3.21 does not recognise every
+    # AVX-512 CPU (this Emerald Rapids falls back to its SSE3 "Prescott" kernels, 4-5x slower),
+    # so the peer gets its AVX-512 kernels by name; OPENBLAS_L2_SIZE is dropped (TOOLCHAIN.md).
     env.pop("OPENBLAS_L2_SIZE", None)
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    else:
+        env.pop("OPENBLAS_CORETYPE", None)
     return env
 
 
-def run(cmd, env=None):
+def run(cmd, env=None, boost=False):
+    if boost:
+        # A session of its own at autogroup nice -20 (needs root): on a shared machine Linux's
+        # autogroup scheduler otherwise splits the CPU between sessions whatever `nice` says.
+        cmd = ["sh", "-c", 'echo -20 > /proc/self/autogroup; exec nice -n -20 "$@"', "sh"] + cmd
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, start_new_session=boost)
     if p.returncode != 0:
         sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-4000:]}")
     return p.stdout, time.time() - t0
@@ -48,7 +57,7 @@ def torch_timing(args):
     import numpy as np
     sys.path.insert(0, HERE)
     from export_bert import build_layer
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads[0])
     layer = build_layer(768, 12, 3072, args.seed)
     x = torch.from_numpy(np.load(args.input))
     times = []
@@ -82,6 +91,11 @@ def main():
     p.add_argument("--repeat", type=int, default=5, help="fusetune run --repeat")
     p.add_argument("--plans", nargs="+", default=PLANS, choices=PLANS)
     p.add_argument("--json", help="also write the figures here")
+    p.add_argument("--openblas-coretype", default="SkylakeX",
+                   help="OPENBLAS_CORETYPE for PyTorch ('' leaves it unset)")
+    p.add_argument("--skip-tune", action="store_true", help="use the plans already in --db")
+    p.add_argument("--boost", action="store_true",
+                   help="time at autogroup nice -20 (root; both peers alike)")
     # Internal: the PyTorch timing child.
     p.add_argument("--torch-timing", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--input", help=argparse.SUPPRESS)
@@ -94,29 +108,41 @@ def main():
     fusetune = os.path.abspath(args.fusetune)
     db = args.db or os.path.join(args.work, "bert.db")
     os.makedirs(args.work, exist_ok=True)
-    results = []
+    models = {}
     for seq in args.seqs:
         d = os.path.join(args.work, f"s{seq}")
-        model, x, y = (os.path.join(d, "model.onnx"), os.path.join(d, "inputs", "x.npy"),
+        models[seq] = (d, os.path.join(d, "model.onnx"), os.path.join(d, "inputs", "x.npy"),
                        os.path.join(d, "y.npy"))
-        if not os.path.exists(y):
+        if not os.path.exists(models[seq][3]):
             run([sys.executable, os.path.join(HERE, "export_bert.py"), "--out", d,
                  "--seq", str(seq), "--seed", "0"])
-        for t in args.threads:
-            if "tuned" in args.plans:
+
+    # Tuning first, for every length and thread count; the store keeps the plans.
+    if "tuned" in args.plans and not args.skip_tune:
+        for seq in args.seqs:
+            for t in args.threads:
                 out, secs = run([fusetune, "tune", "--local", "--db", db, "--threads", str(t),
-                                 "--json", model])
+                                 "--json", models[seq][1]])
                 tune = json.loads(out)
-                print(f"seq {seq}, {t} thread(s): tuned in {secs:.0f} s, "
-                      f"{tune['candidates_measured']} candidates measured; tune's own totals: "
-                      f"tuned {tune['total']['tuned_us']:.0f} us, greedy "
+                chosen = [r.get("chosen", "?") for r in tune["regions"]]
+                print(f"tune seq {seq}, {t} thread(s): {secs:.0f} s, "
+                      f"{tune['candidates_measured']} candidates measured; whole graph as timed "
+                      f"by tune: tuned {tune['total']['tuned_us']:.0f} us, greedy "
                       f"{tune['total']['greedy_us']:.0f} us, unfused "
-                      f"{tune['total']['unfused_us']:.0f} us", flush=True)
+                      f"{tune['total']['unfused_us']:.0f} us; regions chosen "
+                      f"{', '.join(chosen)}", flush=True)
+
+    # Then timing, round-robin between PyTorch and each plan, so drift hits all alike.
+    results = []
+    for seq in args.seqs:
+        d, model, x, y = models[seq]
+        for t in args.threads:
             times = {name: [] for name in args.plans + ["pytorch"]}
             errors = {}
             for _ in range(args.rounds):
                 out, _ = run([sys.executable, os.path.abspath(__file__), "--torch-timing",
-                              "--threads", str(t), "--input", x], env=peer_env(t))
+                              "--threads", str(t), "--input", x], env=peer_env(t, args.openblas_coretype),
+                             boost=args.boost)
                 times["pytorch"].append(json.loads(out)["us"])
                 for plan in args.plans:
                     out_dir = os.path.join(d, f"out_{plan}_{t}")
@@ -125,16 +151,18 @@ def main():
                            "--repeat", str(args.repeat), "--json"]
                     if plan == "tuned":
                         cmd += ["--db", db]
-                    out, _ = run(cmd)
+                    out, _ = run(cmd, boost=args.boost)
                     times[plan].append(json.loads(out)["total_us"])
                     errors[plan] = max_abs_error(os.path.join(out_dir, "output_0.npy"), y)
             med = {k: statistics.median(v) for k, v in times.items()}
-            row = {"seq": seq, "threads": t, "pytorch_us": med["pytorch"]}
-            line = f"seq {seq:4d}  threads {t}  pytorch {med['pytorch']:9.0f} us"
+            row = {"seq": seq, "threads": t, "pytorch_us": med["pytorch"],
+                   "pytorch_rounds_us": times["pytorch"]}
+            line = f"seq {seq:4d}  threads {t}  pytorch {med['pytorch']:8.0f} us"
             for plan in args.plans:
                 row[f"{plan}_us"] = med[plan]
+                row[f"{plan}_rounds_us"] = times[plan]
                 row[f"{plan}_max_abs_error"] = errors[plan]
-                line += (f" | {plan} {med[plan]:9.0f} us = {med[plan] / med['pytorch']:.2f}x "
+                line += (f" | {plan} {med[plan]:8.0f} us = {med[plan] / med['pytorch']:.2f}x "
                          f"(err {errors[plan]:.1e})")
             print(line, flush=True)
             results.append(row)
