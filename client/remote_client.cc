@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/plan.h"
 #include "server/service/auth.h"
 #include "server/service/result_convert.h"
 
@@ -178,6 +179,11 @@ TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
   }
   report.tuned_plan.name = "tuned";
   missing->assign(response.missing().begin(), response.missing().end());
+  if (missing->empty()) {  // as LookupCached does: the whole graph's plan from its regions'
+    for (const RegionReport& r : report.regions)
+      for (const PlanGroup& g : r.plan) report.tuned_plan.groups.push_back(g);
+    SortGroupsTopologically(graph, report.tuned_plan);
+  }
   return report;
 }
 
