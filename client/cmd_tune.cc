@@ -21,8 +21,8 @@ struct TuneFlags {
   bool local = false;
   bool json = false;
   bool no_cache = false;
-  int repeat = TimingOptions{}.repeat;
-  double min_repeat_ms = TimingOptions{}.min_repeat_ms;
+  int repeat = DefaultTuneTiming().repeat;
+  double min_repeat_ms = DefaultTuneTiming().min_repeat_ms;
   bool flush_cache = false;
   SearchFlags search;
   RemoteFlags remote;

@@ -353,6 +353,8 @@ class TuneRun {
     auto results = RunWithProgress("measuring", jobs);
     for (size_t j = 0; j < jobs.size(); ++j) {
       GroupWork& gw = groups_.at(job_sigs[j]);
+      // A job's schedules are stored together, so a concurrent task never sees half of them.
+      std::vector<db::MeasurementRecord> records;
       for (size_t p = 0; p < job_schedules[j].size(); ++p) {
         size_t s = job_schedules[j][p];
         const PlanResult& t = results[j].plans.at(p);
@@ -368,11 +370,12 @@ class TuneRun {
         rec.max_abs_error = t.max_abs_error;
         rec.compile_ms = t.compile_ms;
         rec.group_text = gw.canon.text;
-        store_.PutMeasurement(rec);
+        records.push_back(std::move(rec));
         gw.known[s] = true;
         gw.median_us[s] = t.ok ? t.median_us : kInf;
         ++report_.candidates_measured;
       }
+      store_.PutMeasurements(records);
     }
     for (size_t r : to_search) {
       std::set<std::string> seen;
@@ -574,7 +577,12 @@ class TuneRun {
 
   void AssembleWholeGraph(bool measured_something) {
     CollectTunedPlan();
-    if (!measured_something) {
+    // One region that is the whole graph has just been timed as such: its figures are the totals.
+    const bool one_region = report_.regions.size() == 1 &&
+                            static_cast<int64_t>(report_.regions[0].nodes.size()) == g_.num_nodes();
+    if (!measured_something || one_region) {
+      report_.total_chosen = report_.regions.size() == 1 ? report_.regions[0].chosen : "tuned";
+      report_.totals_measured = measured_something;  // then the region's validation timed the graph
       for (const RegionReport& rr : report_.regions) {
         report_.total_tuned_us += rr.tuned_us;
         report_.total_greedy_us += rr.greedy_us;

@@ -24,9 +24,17 @@ namespace fusetune {
 // versions are then ignored (and kept).
 constexpr int kSearchVersion = 1;
 
+// Measurement defaults of the tuner: shorter repeats than the timing harness's own default, since
+// a search times hundreds of kernels and each figure is the median of `repeat` repeats anyway.
+inline TimingOptions DefaultTuneTiming() {
+  TimingOptions t;
+  t.min_repeat_ms = 10.0;
+  return t;
+}
+
 struct TuneOptions {
   SearchOptions search;
-  TimingOptions timing;
+  TimingOptions timing = DefaultTuneTiming();
   bool use_cache = true;  // false: search again (measurements are still reused)
 };
 
@@ -51,7 +59,9 @@ struct TuneReport {
   std::vector<RegionReport> regions;
   Plan tuned_plan;  // the whole graph
   double total_tuned_us = 0, total_greedy_us = 0, total_unfused_us = 0;
-  bool totals_measured = false;  // false: sums of stored region figures (a fully cached run)
+  // false: sums of stored region figures (a fully cached run, whose plans were checked against
+  // the reference when they were stored). A graph that is one region is timed by its validation.
+  bool totals_measured = false;
   std::string total_chosen = "tuned";  // which whole-graph plan was fastest
   double max_abs_error = 0;
   int candidates_measured = 0;

@@ -66,6 +66,7 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   auto k = nlohmann::json::parse(second.out);
   EXPECT_EQ(k["regions"][0]["cached"], true);
   EXPECT_EQ(k["candidates_measured"], 0);
+  EXPECT_TRUE(k["max_abs_error"].is_null()) << "nothing ran, so no error is claimed";
   EXPECT_EQ(k["regions"][0]["plan"], region["plan"]);
   EXPECT_DOUBLE_EQ(k["regions"][0]["tuned_us"].get<double>(), tuned);
 
