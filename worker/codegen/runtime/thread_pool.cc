@@ -81,7 +81,10 @@ class Pool {
     threads_ = std::clamp(threads, 1, MaxThreads());
     while (static_cast<int>(workers_.size()) < threads_ - 1) {
       int index = static_cast<int>(workers_.size()) + 1;
-      workers_.emplace_back([this, index] { WorkerLoop(index); });
+      // The generation is read here, not when the thread starts running: a loop posted (or a
+      // stop) between the two would otherwise look old to the new worker and never wake it.
+      uint64_t seen = generation_.load();
+      workers_.emplace_back([this, index, seen] { WorkerLoop(index, seen); });
     }
   }
   int threads() const { return threads_; }
@@ -123,9 +126,8 @@ class Pool {
   }
 
  private:
-  void WorkerLoop(int index) {
+  void WorkerLoop(int index, uint64_t seen) {
     t_inside_pool = true;
-    uint64_t seen = generation_.load();
     for (;;) {
       uint64_t now = generation_.load(std::memory_order_acquire);
       if (now == seen) {
@@ -140,7 +142,7 @@ class Pool {
         }
         if (now == seen) {
           std::unique_lock<std::mutex> lock(mutex_);
-          wake_.wait(lock, [&] { return generation_.load() != seen; });
+          wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
         }
       }
       Job* job;
