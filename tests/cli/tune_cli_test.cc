@@ -127,8 +127,13 @@ TEST(TuneCli, AnInjectedCrashingOrWrongKernelIsInvalidAndTuningCompletes) {
       if (group.size() > 1)
         for (const auto& n : group)
           EXPECT_NE(n, "%2") << fault << ": a faulty fused kernel was chosen";
-    auto ls = RunFusetune("cache ls --json --db " + db.path());
-    EXPECT_EQ(ls.exit_code, 0) << ls.err;
+    // The faulty kernels are in the store as invalid, with the reason.
+    auto dump = RunFusetune("cache export --db " + db.path());
+    ASSERT_EQ(dump.exit_code, 0) << dump.err;
+    const std::string expected_reason =
+        std::string(fault) == "crash" ? "signal 11" : "wrong result";
+    EXPECT_NE(dump.out.find("\"invalid\""), std::string::npos) << dump.out.substr(0, 2000);
+    EXPECT_NE(dump.out.find(expected_reason), std::string::npos) << fault;
   }
 }
 
