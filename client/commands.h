@@ -16,9 +16,9 @@ void RegisterWorkerCommand(CLI::App& app);
 void RegisterWorkersCommand(CLI::App& app);
 void RegisterTasksCommand(CLI::App& app);
 void RegisterCancelCommand(CLI::App& app);
-
 void RegisterRunCommand(CLI::App& app);
 void RegisterKernelCommand(CLI::App& app);
+
 void SetExitCode(int code);
 int ExitCode();
 
