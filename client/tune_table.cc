@@ -71,10 +71,14 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
     }
     out += fmt::format("{:>3}  {:<8}{}\n", i + 1, rr.chosen, groups);
   }
+  const bool all_cached = std::all_of(r.regions.begin(), r.regions.end(),
+                                      [](const RegionReport& x) { return x.cached; });
+  const std::string error =
+      all_cached ? "checked when the plans were stored" : fmt::format("{:.2g}", r.max_abs_error);
   out += fmt::format(
-      "\nmax |error| vs reference {:.2g}; measured {} candidates, reused {}, pruned {} by the "
+      "\nmax |error| vs reference {}; measured {} candidates, reused {}, pruned {} by the "
       "cost model; {:.1f} s\n",
-      r.max_abs_error, r.candidates_measured, r.measurements_reused, r.pruned, r.seconds);
+      error, r.candidates_measured, r.measurements_reused, r.pruned, r.seconds);
   out += "source: measured+reused (group, schedule) pairs, or cache = the region's stored plan\n";
   return out;
 }
