@@ -15,7 +15,7 @@ struct SearchOptions {
   std::set<std::string> never_fuse_nodes;  // node names without '%', e.g. "3"
   std::vector<std::set<std::string>> forbidden_groups;  // exact node-name sets
   int budget = 0;               // measurements per region beyond the baselines; 0 = no limit
-  int schedules_per_group = 4;  // default schedule plus knob variants
+  int schedules_per_group = 2;  // the default schedule plus knob variants (--schedules)
   int threads = 1;              // threads the kernels run with (part of every key)
 };
 
