@@ -93,6 +93,8 @@ def main():
     p.add_argument("--json", help="also write the figures here")
     p.add_argument("--openblas-coretype", default="SkylakeX",
                    help="OPENBLAS_CORETYPE for PyTorch ('' leaves it unset)")
+    p.add_argument("--tune-flags", default="", help="extra `fusetune tune` flags, e.g. "
+                   "'--schedules 4'")
     p.add_argument("--skip-tune", action="store_true", help="use the plans already in --db")
     p.add_argument("--boost", action="store_true",
                    help="time at autogroup nice -20 (root; both peers alike)")
@@ -122,7 +124,7 @@ def main():
         for seq in args.seqs:
             for t in args.threads:
                 out, secs = run([fusetune, "tune", "--local", "--db", db, "--threads", str(t),
-                                 "--json", models[seq][1]])
+                                 "--json"] + args.tune_flags.split() + [models[seq][1]])
                 tune = json.loads(out)
                 chosen = [r.get("chosen", "?") for r in tune["regions"]]
                 print(f"tune seq {seq}, {t} thread(s): {secs:.0f} s, "
