@@ -19,7 +19,9 @@ const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
 
 // A small version of the seed: the same three ops at sequence length 32.
 std::string SmallSeed() {
-  auto path = std::filesystem::temp_directory_path() / "fusetune_small_seed.relay";
+  // Per process: ctest runs these tests as separate processes at the same time.
+  auto path = std::filesystem::temp_directory_path() /
+              ("fusetune_small_seed_" + std::to_string(::getpid()) + ".relay");
   std::ofstream(path)
       << R"(fn (%x: Tensor[(12, 32, 64), float32], %y: Tensor[(12, 32, 64), float32], %z: Tensor[(12, 32, 32), float32]) {
   %0 = nn.batch_matmul(%x, %y);
@@ -140,7 +142,8 @@ TEST(TuneCli, AnInjectedCrashingOrWrongKernelIsInvalidAndTuningCompletes) {
 
 TEST(TuneCli, BadInputIsExitTwoWithAPositionAndLeavesNoStore) {
   TempDb db("bad_input");
-  auto bad = std::filesystem::temp_directory_path() / "fusetune_bad.relay";
+  auto bad = std::filesystem::temp_directory_path() /
+             ("fusetune_bad_" + std::to_string(::getpid()) + ".relay");
   std::ofstream(bad) << "fn (%x: Tensor[(4,), float32]) {\n  nn.bach_matmul(%x, %x)\n}\n";
   auto r = RunFusetune("tune --db " + db.path() + " " + bad.string());
   EXPECT_EQ(r.exit_code, 2);

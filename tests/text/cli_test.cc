@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -22,11 +23,17 @@ std::string Slurp(const std::string& path) {
 }
 
 CliRun Fusetune(const std::string& args) {
-  std::string dir = ::testing::TempDir();
-  std::string out = dir + "/fusetune_cli_out.txt", err = dir + "/fusetune_cli_err.txt";
+  // ctest runs each test as its own process, several at once: names must not collide.
+  static int counter = 0;
+  std::string stem = ::testing::TempDir() + "/fusetune_check_" + std::to_string(::getpid()) + "_" +
+                     std::to_string(counter++);
+  std::string out = stem + ".out", err = stem + ".err";
   std::string cmd = std::string(FUSETUNE_BINARY) + " " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
+  CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
 }
 
 std::string Example(const std::string& name) {
