@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs whatever Debian packages are missing, configures with CMake (Ninja) into build/, builds.
+# Installs whatever Debian packages are missing (plus EXTRA_PACKAGES, which test.sh sets), configures with CMake (Ninja) into build/, builds.
 # Idempotent: with everything present it only runs an incremental build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,8 +9,11 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   llvm-16-dev libspdlog-dev libfmt-dev libsqlite3-dev libgtest-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
+  libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
 )
 missing=()
+# shellcheck disable=SC2206
+PACKAGES+=(${EXTRA_PACKAGES:-})
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
