@@ -89,7 +89,8 @@ void RegisterKernelCommand(CLI::App& app) {
   auto options = std::make_shared<KernelOptions>();
   CLI::App* cmd =
       app.add_subcommand("kernel", "Show the kernel the code generator makes for one fused group");
-  cmd->add_option("GRAPH", options->graph_path, "Relay text graph")->required();
+  cmd->add_option("GRAPH", options->graph_path, "Relay text (.relay) or ONNX model (.onnx)")
+      ->required();
   cmd->add_option("--group", options->group, "the group's nodes, e.g. %0,%1")->required();
   cmd->add_option("--schedule", options->schedule, "schedule knobs, e.g. vector=8,parallel=0");
   cmd->add_option("--threads", options->threads, "threads the kernel is generated for")

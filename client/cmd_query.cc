@@ -66,7 +66,9 @@ void RegisterQueryCommand(CLI::App& app) {
                                      "Print the stored best plans of GRAPH's regions without "
                                      "measuring. Exit code 3 when some region\n"
                                      "has no stored plan (they are listed on stderr).");
-  cmd->add_option("GRAPH", flags->graph_path, "graph to look up (.relay)")->required();
+  cmd->add_option("GRAPH", flags->graph_path,
+                  "graph to look up: Relay text (.relay) or ONNX model (.onnx)")
+      ->required();
   cmd->add_flag("--local", flags->local,
                 "look up a local SQLite file (the default when no --server)");
   cmd->add_flag("--json", flags->json, "print the result as JSON (the tune --json shape)");

@@ -65,7 +65,9 @@ void RegisterTuneCommand(CLI::App& app) {
       "Measure the candidate fusions of GRAPH on this CPU and keep the best plan of every region.\n"
       "Prints, per region, the chosen kernels and their time beside TVM's greedy rules and no "
       "fusion.");
-  cmd->add_option("GRAPH", flags->graph_path, "graph to tune (.relay)")->required();
+  cmd->add_option("GRAPH", flags->graph_path,
+                  "graph to tune: Relay text (.relay) or ONNX model (.onnx)")
+      ->required();
   cmd->add_flag("--local", flags->local,
                 "tune in this process against a local SQLite file (the default when no --server)");
   cmd->add_flag("--json", flags->json, "print the result as JSON (the shape in DESIGN.md)");
