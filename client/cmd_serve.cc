@@ -8,13 +8,14 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "client/commands.h"
+#include "client/logging.h"
 #include "client/search_flags.h"
 #include "ir/error.h"
 #include "server/service/auth.h"
+#include "server/service/http_status.h"
 #include "server/service/server.h"
 
 namespace fusetune::cli {
@@ -25,6 +26,7 @@ void OnSignal(int) { g_stop = true; }
 
 struct ServeFlags {
   std::string listen = service::ServiceOptions{}.listen;
+  std::string metrics_listen;
   std::string db_path;
   std::string token_file, worker_token_file;
   std::string tls_cert, tls_key;
@@ -46,9 +48,14 @@ std::string ReadPem(const std::string& path) {
 }
 
 void RunServe(const ServeFlags& f) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("serve"));
+  UseLogger("serve");
   service::ServiceOptions o;
   o.listen = f.listen;
+  // A malformed address is refused before the store is opened.
+  service::HostPort metrics_at;
+  if (!f.metrics_listen.empty())
+    metrics_at = service::ParseHostPort(f.metrics_listen, "--metrics-listen");
+  o.metrics_listen = f.metrics_listen;
   SearchFlags db;
   db.db_path = f.db_path;
   o.db_path = DbPath(db);
@@ -76,6 +83,14 @@ void RunServe(const ServeFlags& f) {
                            o.db_path, o.client_token.empty() ? "" : ", token required",
                            o.tls_cert_pem.empty() ? "" : ", TLS")
             << std::endl;
+  if (server.metrics_port() != 0) {
+    std::string host = metrics_at.host.find(':') != std::string::npos ? "[" + metrics_at.host + "]"
+                                                                      : metrics_at.host;
+    // Tests and scripts read this port too (--metrics-listen HOST:0 picks a free one).
+    std::cout << fmt::format("fusetune serve: metrics and status page on http://{}:{}/", host,
+                             server.metrics_port())
+              << std::endl;
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -92,6 +107,9 @@ void RegisterServeCommand(CLI::App& app) {
       "Run the tuning service: clients submit graphs (tune --server), workers measure\n"
       "(fusetune worker). Tasks, the job queue and results live in the SQLite file (--db).");
   cmd->add_option("--listen", flags->listen, "host:port to listen on (port 0: pick a free one)");
+  cmd->add_option("--metrics-listen", flags->metrics_listen,
+                  "host:port for Prometheus /metrics and the HTML status page (/); port 0 picks "
+                  "a free one. Unauthenticated: use a private address. Default: off");
   cmd->add_option("--db", flags->db_path,
                   "SQLite file (default: $FUSETUNE_DB, else ~/.cache/fusetune/fusetune.db)");
   cmd->add_option("--token-file", flags->token_file,

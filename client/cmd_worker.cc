@@ -6,10 +6,10 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "client/commands.h"
+#include "client/logging.h"
 #include "ir/error.h"
 #include "server/service/auth.h"
 #include "worker/daemon.h"
@@ -28,7 +28,7 @@ struct WorkerFlags {
 };
 
 void RunWorker(WorkerFlags f) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("worker"));
+  UseLogger("worker");
   if (!f.token_file.empty()) f.daemon.token = service::ReadTokenFile(f.token_file);
   if (!f.tls_ca.empty()) {
     std::ifstream in(f.tls_ca);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "client/commands.h"
+#include "client/logging.h"
 #include "ir/error.h"
 
 namespace fusetune::cli {
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
       "GRAPH is Relay text (.relay)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "fusetune 0.1.0");
+  cli::AddLoggingFlags(app);  // first: subcommands inherit its fall-through of the log flags
   cli::RegisterCheckCommand(app);
   cli::RegisterTuneCommand(app);
   cli::RegisterQueryCommand(app);

@@ -156,6 +156,36 @@ std::vector<TaskRecord> Store::ListTasks(const TaskFilter& filter) const {
   return out;
 }
 
+TaskCounts Store::CountTasks() const {
+  std::lock_guard lock(mutex_);
+  RequireVersion(2, "tasks");
+  Statement st = conn_->Prepare("SELECT state, count(*) FROM tasks GROUP BY state");
+  TaskCounts counts;
+  while (st.Step()) {
+    std::optional<TaskState> state = ParseTaskState(st.Text(0));
+    if (!state) continue;
+    int64_t n = st.Int(1);
+    switch (*state) {
+      case TaskState::kQueued:
+        counts.queued = n;
+        break;
+      case TaskState::kRunning:
+        counts.running = n;
+        break;
+      case TaskState::kDone:
+        counts.done = n;
+        break;
+      case TaskState::kFailed:
+        counts.failed = n;
+        break;
+      case TaskState::kCancelled:
+        counts.cancelled = n;
+        break;
+    }
+  }
+  return counts;
+}
+
 bool Store::SetTaskState(int64_t id, TaskState state, const std::string& error) {
   std::lock_guard lock(mutex_);
   RequireVersion(2, "tasks");

@@ -7,16 +7,19 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "server/service/status_page.h"
+#include "server/service/status_snapshot.h"
 
 namespace fusetune::service {
 
 Server::Server(ServiceOptions options) : options_(std::move(options)) {
   store_ = std::make_unique<db::Store>(options_.db_path);
   tasks_ = std::make_unique<TaskManager>(*store_, board_, options_);
-  tuner_ = std::make_unique<TunerService>(*store_, *tasks_, options_);
-  hub_ = std::make_unique<WorkerHubService>(*store_, board_, options_);
+  tuner_ = std::make_unique<TunerService>(*store_, *tasks_, options_, &metrics_);
+  hub_ = std::make_unique<WorkerHubService>(*store_, board_, options_, &metrics_);
 }
 
 Server::~Server() { Shutdown(); }
@@ -42,8 +45,24 @@ void Server::Start() {
   if (!server_ || port_ == 0)
     throw UserError(
         fmt::format("cannot listen on {} (in use, or not a host:port)", options_.listen));
+  if (!options_.metrics_listen.empty()) StartHttp();
   tasks_->ResumeUnfinished();
   reaper_ = std::thread([this] { ReapLeases(); });
+}
+
+void Server::StartHttp() {
+  constexpr int kRowLimit = 200;  // rows per list on the status page and in /api/status
+  StatusHttpServer::Handlers handlers;
+  handlers.metrics = [this] { return metrics_.Scrape(*store_); };
+  handlers.status_json = [this] {
+    return StatusToJson(TakeStatusSnapshot(*store_, tasks_.get(), kRowLimit))
+        .dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  handlers.status_html = [this] {
+    return RenderStatusPage(TakeStatusSnapshot(*store_, tasks_.get(), kRowLimit));
+  };
+  http_ = std::make_unique<StatusHttpServer>(std::move(handlers));
+  http_->Start(options_.metrics_listen);
 }
 
 void Server::Wait() {
@@ -58,6 +77,7 @@ void Server::Shutdown() {
     stopped_ = true;
   }
   stop_cv_.notify_all();
+  if (http_) http_->Stop();
   board_.Stop();
   tasks_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -1,6 +1,7 @@
 #pragma once
 // `fusetune serve`: the store, the task manager, both gRPC services (plus health checking and
-// reflection) and the lease reaper, started and stopped as one.
+// reflection), the lease reaper and, with `metrics_listen`, the metrics and status page HTTP
+// server, started and stopped as one.
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -10,7 +11,9 @@
 #include <grpcpp/server.h>
 
 #include "db/store.h"
+#include "server/service/http_status.h"
 #include "server/service/job_board.h"
+#include "server/service/metrics.h"
 #include "server/service/service_options.h"
 #include "server/service/task_manager.h"
 #include "server/service/tuner_service.h"
@@ -26,9 +29,12 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Listens (UserError when it cannot) and resumes the unfinished tasks of the store.
+  // Listens (UserError when it cannot, on either address) and resumes the unfinished tasks of
+  // the store.
   void Start();
   int port() const { return port_; }  // the bound port (the chosen one for port 0)
+  // The bound port of the metrics and status page server; 0 when `metrics_listen` is empty.
+  int metrics_port() const { return http_ ? http_->port() : 0; }
   // Blocks until Shutdown() is called from another thread.
   void Wait();
   // Stops accepting, interrupts tasks (they stay unfinished in the store), ends long polls.
@@ -36,17 +42,21 @@ class Server {
 
   db::Store& store() { return *store_; }
   JobBoard& board() { return board_; }
+  ServiceMetrics& metrics() { return metrics_; }
 
  private:
   void ReapLeases();
+  void StartHttp();
 
   ServiceOptions options_;
+  ServiceMetrics metrics_;
   std::unique_ptr<db::Store> store_;
   JobBoard board_;
   std::unique_ptr<TaskManager> tasks_;
   std::unique_ptr<TunerService> tuner_;
   std::unique_ptr<WorkerHubService> hub_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<StatusHttpServer> http_;
   int port_ = 0;
   std::thread reaper_;
   std::mutex mutex_;

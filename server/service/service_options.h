@@ -8,6 +8,9 @@ namespace fusetune::service {
 
 struct ServiceOptions {
   std::string listen = "127.0.0.1:7600";  // host:port; port 0 picks a free one
+  // host:port of the HTTP server for /metrics and the status page; empty = none. Unauthenticated:
+  // bind it to a private address.
+  std::string metrics_listen;
   std::string db_path;
 
   // Shared-token auth: empty = no token needed. Workers use `worker_token` when it is set, else

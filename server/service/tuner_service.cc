@@ -1,5 +1,6 @@
 #include "server/service/tuner_service.h"
 
+#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -153,6 +154,7 @@ grpc::Status TunerService::SubmitTune(grpc::ServerContext* context,
     Authenticate(*context);
     Submission submission = CheckSubmitTune(*request, options_);
     int64_t id = tasks_.Submit(submission, ClientLabel(*context, submission.client));
+    if (metrics_) metrics_->CountSubmittedTask();
     response->set_task_id(id);
     *response->mutable_status() = TaskStatusOf(ViewOrNotFound(id));
   });
@@ -225,7 +227,8 @@ grpc::Status TunerService::ListTasks(grpc::ServerContext* context,
 grpc::Status TunerService::LookupBest(grpc::ServerContext* context,
                                       const v1::LookupBestRequest* request,
                                       v1::LookupBestResponse* response) {
-  return Answer([&] {
+  const auto started = std::chrono::steady_clock::now();
+  grpc::Status status = Answer([&] {
     Authenticate(*context);
     int threads = Threads(request->threads(), "threads");
     if (request->search_version() < 0)
@@ -276,6 +279,20 @@ grpc::Status TunerService::LookupBest(grpc::ServerContext* context,
         throw UserError("query: missing (set graph or region_signature)");
     }
   });
+  // Answered lookups only: a refused request says nothing about the cache. Every region looked
+  // up is a hit (its plan came back) or a miss; a graph's repeated regions count each time.
+  if (metrics_ && status.ok()) {
+    int64_t hits = 0, misses = 0;
+    if (request->query_case() == v1::LookupBestRequest::kRegionSignature) {
+      (response->has_plan() ? hits : misses) = 1;
+    } else {
+      for (const v1::RegionResult& r : response->regions()) ++(r.cached() ? hits : misses);
+    }
+    metrics_->ObserveLookup(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), hits,
+        misses);
+  }
+  return status;
 }
 
 grpc::Status TunerService::ListCache(grpc::ServerContext* context,

@@ -4,6 +4,7 @@
 #include "db/store.h"
 #include "proto/fusetune.grpc.pb.h"
 #include "server/service/lookup_cache.h"
+#include "server/service/metrics.h"
 #include "server/service/service_options.h"
 #include "server/service/task_manager.h"
 
@@ -11,8 +12,10 @@ namespace fusetune::service {
 
 class TunerService final : public v1::Tuner::Service {
  public:
-  TunerService(db::Store& store, TaskManager& tasks, const ServiceOptions& options)
-      : store_(store), tasks_(tasks), options_(options) {}
+  // `metrics` (optional) counts submissions and lookups.
+  TunerService(db::Store& store, TaskManager& tasks, const ServiceOptions& options,
+               ServiceMetrics* metrics = nullptr)
+      : store_(store), tasks_(tasks), options_(options), metrics_(metrics) {}
 
   grpc::Status SubmitTune(grpc::ServerContext* context, const v1::SubmitTuneRequest* request,
                           v1::SubmitTuneResponse* response) override;
@@ -40,6 +43,7 @@ class TunerService final : public v1::Tuner::Service {
   db::Store& store_;
   TaskManager& tasks_;
   const ServiceOptions& options_;
+  ServiceMetrics* metrics_;
   LookupCache lookups_;
 };
 

@@ -161,6 +161,7 @@ grpc::Status WorkerHubService::ReportResult(grpc::ServerContext* context,
       bool recorded = store_.FailJobAttempt(r.job_id(), r.worker_id(), r.failure().substr(0, 4096));
       response->set_accepted(recorded);
       if (recorded) {
+        if (metrics_) metrics_->CountFailedAttempt();
         std::optional<db::JobRecord> job = store_.FindJob(r.job_id());
         if (job && job->state == db::JobState::kFailed) board_.JobsFinished({r.job_id()});
         board_.NotifyWork();
@@ -186,6 +187,11 @@ grpc::Status WorkerHubService::ReportResult(grpc::ServerContext* context,
           break;
         case db::ReportOutcome::kCompleted:
           response->set_accepted(true);
+          if (metrics_) {
+            int64_t ok = 0;
+            for (const PlanResult& plan : result.plans) ok += plan.ok ? 1 : 0;
+            metrics_->CountMeasurements(ok, static_cast<int64_t>(result.plans.size()) - ok);
+          }
           board_.JobsFinished({r.job_id()});
           break;
       }
@@ -204,10 +210,10 @@ grpc::Status WorkerHubService::Heartbeat(grpc::ServerContext* context,
     Authenticate(*context);
     CheckWorkerId(request->worker_id());
     if (request->current_job_id() < 0)
-      throw UserError(fmt::format("current_job_id: must not be negative, got {}",
-                                  request->current_job_id()));
-    response->set_registered(store_.HeartbeatRunning(
-        request->worker_id(), request->current_job_id(), options_.lease_ms));
+      throw UserError(
+          fmt::format("current_job_id: must not be negative, got {}", request->current_job_id()));
+    response->set_registered(store_.HeartbeatRunning(request->worker_id(),
+                                                     request->current_job_id(), options_.lease_ms));
     if (!response->registered()) {
       std::lock_guard lock(mutex_);
       targets_.erase(request->worker_id());

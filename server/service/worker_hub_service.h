@@ -10,14 +10,17 @@
 #include "db/store.h"
 #include "proto/fusetune.grpc.pb.h"
 #include "server/service/job_board.h"
+#include "server/service/metrics.h"
 #include "server/service/service_options.h"
 
 namespace fusetune::service {
 
 class WorkerHubService final : public v1::WorkerHub::Service {
  public:
-  WorkerHubService(db::Store& store, JobBoard& board, const ServiceOptions& options)
-      : store_(store), board_(board), options_(options) {}
+  // `metrics` (optional) counts the measurements reported.
+  WorkerHubService(db::Store& store, JobBoard& board, const ServiceOptions& options,
+                   ServiceMetrics* metrics = nullptr)
+      : store_(store), board_(board), options_(options), metrics_(metrics) {}
 
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                         v1::RegisterResponse* response) override;
@@ -39,6 +42,7 @@ class WorkerHubService final : public v1::WorkerHub::Service {
   db::Store& store_;
   JobBoard& board_;
   const ServiceOptions& options_;
+  ServiceMetrics* metrics_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::string> targets_;  // worker id -> fingerprint
 };
