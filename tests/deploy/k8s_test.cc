@@ -199,3 +199,32 @@ TEST_F(K8sTest, WorkersAreGuaranteedWithWholeCpusAndMatchingThreads) {
 
 }  // namespace
 }  // namespace fusetune::deploy_test
+
+namespace fusetune::deploy_test {
+namespace {
+
+// `kubectl kustomize` (offline) renders the kustomization: every resource, in the namespace,
+// with the octal file modes read as numbers.
+TEST(KustomizeTest, KubectlRendersTheFarm) {
+  if (RunShell("command -v kubectl").exit_code != 0) GTEST_SKIP() << "kubectl is not installed";
+  Output out = RunShell("kubectl kustomize " + (DeployDir() / "k8s").string());
+  ASSERT_EQ(out.exit_code, 0) << out.text;
+  std::vector<YAML::Node> docs = YAML::LoadAll(out.text);
+  std::multiset<std::string> kinds;
+  for (const YAML::Node& d : docs) {
+    kinds.insert(d["kind"].as<std::string>());
+    if (d["kind"].as<std::string>() != "Namespace") {
+      EXPECT_EQ(d["metadata"]["namespace"].as<std::string>(), "fusetune");
+    }
+    if (d["spec"] && d["spec"]["template"])
+      for (const YAML::Node& v : d["spec"]["template"]["spec"]["volumes"])
+        if (v["secret"]) {
+          EXPECT_EQ(v["secret"]["defaultMode"].as<int>(), 0440);
+        }
+  }
+  EXPECT_EQ(kinds, (std::multiset<std::string>{"Namespace", "PersistentVolumeClaim", "Service",
+                                               "Deployment", "DaemonSet"}));
+}
+
+}  // namespace
+}  // namespace fusetune::deploy_test
