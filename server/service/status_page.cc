@@ -36,7 +36,9 @@ section h2 .note { font-weight: normal; color: var(--muted); font-size: 12px; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 6px 14px; border-bottom: 1px solid var(--line);
          vertical-align: middle; }
-th { font-size: 12px; color: var(--muted); font-weight: 600; background: #fbfdff; }
+th { font-size: 12px; color: var(--muted); font-weight: 600; background: #fbfdff;
+     white-space: nowrap; }
+.nowrap { white-space: nowrap; }
 tr:last-child td { border-bottom: none; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 code, .mono { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: 12px; }
@@ -55,6 +57,7 @@ code, .mono { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-siz
 .bar.full > div { background: var(--ok); }
 .err { color: var(--bad); font-size: 12px; max-width: 380px; overflow-wrap: anywhere; }
 .chosen { font-weight: 700; }
+td.ops { max-width: 300px; }
 svg.chart text { font: 11px "DejaVu Sans", sans-serif; fill: var(--fg); }
 footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
 footer a { color: var(--info); }
@@ -85,10 +88,23 @@ std::string FormatUs(double us) {
   return fmt::format("{:.2f}", us);
 }
 
-// A long fingerprint (triple, CPU and every feature) in a cell: its start, the whole in a tooltip.
+// A long text in a cell: its start, the whole in a tooltip.
 std::string ShortWithTitle(const std::string& text, size_t keep) {
   std::string shown = text.size() > keep ? text.substr(0, keep) + "…" : text;
   return fmt::format("<span class=\"mono\" title=\"{}\">{}</span>", HtmlEscape(text),
+                     HtmlEscape(shown));
+}
+
+// A target fingerprint is "triple;cpu;+feature,..." (hundreds of bytes): the cell shows the
+// triple and the CPU, the tooltip all of it. Other names (e.g. "synthetic") show as they are.
+std::string TargetCell(const std::string& fingerprint, bool cpu_only = false) {
+  size_t first = fingerprint.find(';');
+  if (first == std::string::npos) return ShortWithTitle(fingerprint, 32);
+  size_t second = fingerprint.find(';', first + 1);
+  std::string cpu = fingerprint.substr(
+      first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+  std::string shown = cpu_only ? cpu : fingerprint.substr(0, first) + " · " + cpu;
+  return fmt::format("<span class=\"mono nowrap\" title=\"{}\">{}</span>", HtmlEscape(fingerprint),
                      HtmlEscape(shown));
 }
 
@@ -125,7 +141,7 @@ std::string TimesChart(const db::BestPlanRecord& p) {
                       {"unfused", p.unfused_us, "#718096"}};
   double most = 0;
   for (const Bar& b : bars) most = std::max(most, b.us);
-  constexpr int kLabel = 52, kWidth = 150, kRow = 17;
+  constexpr int kLabel = 48, kWidth = 120, kRow = 17;
   std::string svg = fmt::format(
       "<svg class=\"chart\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" "
       "aria-label=\"tuned {} us, greedy {} us, unfused {} us\">",
@@ -166,7 +182,7 @@ void WorkersSection(const StatusSnapshot& s, std::string& out) {
     out += fmt::format(
         "<tr class=\"worker\"><td class=\"mono\">{}</td><td>{}</td><td class=\"num\">{}</td>"
         "<td>{}</td><td>{}</td><td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
-        HtmlEscape(w.id), ShortWithTitle(w.target_fingerprint, 48), w.cores,
+        HtmlEscape(w.id), TargetCell(w.target_fingerprint), w.cores,
         Badge(db::WorkerStateName(w.state)), FormatAge(s.now_ms, w.last_heartbeat),
         r.current_job_id > 0 ? fmt::format("job {}", r.current_job_id) : "idle",
         HtmlEscape(w.version));
@@ -191,7 +207,10 @@ void TasksSection(const StatusSnapshot& s, std::string& out) {
       "<table><thead><tr><th class=\"num\">task</th><th>client</th><th>graph</th>"
       "<th>state</th><th>progress</th><th>phase</th><th>submitted</th></tr></thead><tbody>";
   for (const TaskRow& t : s.tasks) {
-    std::string phase = HtmlEscape(t.phase);
+    // A finished task's phase is its state, already in the badge.
+    std::string phase = t.phase == db::TaskStateName(t.state)
+                            ? std::string("<span class=\"muted\">–</span>")
+                            : HtmlEscape(t.phase);
     if (!t.error.empty())
       phase += fmt::format("<div class=\"err\">{}</div>", HtmlEscape(t.error.substr(0, 300)));
     out += fmt::format(
@@ -226,13 +245,13 @@ void PlansSection(const StatusSnapshot& s, std::string& out) {
                          FormatUs(us));
     };
     std::string vs_greedy = p.greedy_us > 0 && p.ChosenUs() > 0
-                                ? fmt::format("<div class=\"muted\">×{:.2f} vs greedy</div>",
+                                ? fmt::format("<div class=\"muted nowrap\">×{:.2f} vs greedy</div>",
                                               p.greedy_us / p.ChosenUs())
                                 : "";
     out += fmt::format(
-        "<tr class=\"plan\"><td>{}<div class=\"muted\">{}</div></td><td>{}</td>"
+        "<tr class=\"plan\"><td>{}<div class=\"muted\">{}</div></td><td class=\"ops\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td>{}{}{}<td>{}{}</td><td>{}</td></tr>",
-        ShortWithTitle(p.key.region_signature, 12), ShortWithTitle(p.key.target_fingerprint, 24),
+        ShortWithTitle(p.key.region_signature, 12), TargetCell(p.key.target_fingerprint, true),
         HtmlEscape(OpsSummary(p.ops)), p.groups.size(), p.key.threads, cell("tuned", p.tuned_us),
         cell("greedy", p.greedy_us), cell("unfused", p.unfused_us), HtmlEscape(p.chosen), vs_greedy,
         TimesChart(p));
@@ -292,10 +311,9 @@ std::string RenderStatusPage(const StatusSnapshot& s) {
   out += Card("jobs queued", fmt::format("{}", s.stats.jobs_queued),
               fmt::format("{} leased · {} done · {} failed", s.stats.jobs_leased, s.stats.jobs_done,
                           s.stats.jobs_failed));
-  out += Card("measurements", fmt::format("{}", s.stats.measurements_ok),
-              fmt::format("{} invalid", s.stats.measurements_invalid));
-  out += Card("cached plans", fmt::format("{}", s.stats.best_plans),
-              fmt::format("{} targets", s.stats.targets));
+  out += Card("measurements stored", fmt::format("{}", s.stats.measurements_ok),
+              fmt::format("{} invalid kernels", s.stats.measurements_invalid));
+  out += Card("cached plans", fmt::format("{}", s.stats.best_plans), "one per tuned region");
   out += "</div>";
 
   WorkersSection(s, out);
