@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "deploy_test_util.h"
 
 extern char** environ;
@@ -214,6 +216,18 @@ TEST(FarmSmokeTest, DeployCommandLinesStartAServerAndWorkers) {
   EXPECT_EQ(cores["worker-0"], "2");
   EXPECT_EQ(cores["node-a"], "4");
   EXPECT_EQ(cores["unit-0"], "1");  // nproc under CPUAffinity=0
+
+  // A small graph tuned through the farm: the workers JIT-compile and time its kernels in their
+  // sandbox children, and the answer matches the reference.
+  const std::string graph = (dir / "tiny.relay").string();
+  std::ofstream(graph)
+      << "fn (%x: Tensor[(64, 64), float32]) {\n  %0 = exp(%x);\n  negative(%0)\n}\n";
+  Output tuned = RunShell(binary + " tune --server " + address + " --token-file " + token +
+                          " --json " + graph + " 2>/dev/null");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.text;
+  nlohmann::json result = nlohmann::json::parse(tuned.text);
+  EXPECT_GT(result["candidates_measured"].get<int>(), 0);
+  EXPECT_LT(result["max_abs_error"].get<double>(), 1e-4);
 
   // The metrics port: health and the worker gauge.
   EXPECT_NE(HttpGet(http_port, "/healthz").find(" 200 "), std::string::npos);
