@@ -334,9 +334,10 @@ std::vector<BestPlanRecord> Store::ListBestPlans(const BestPlanFilter& filter) c
 
 std::vector<BestPlanRecord> ListBestPlansIn(Connection& conn, const BestPlanFilter& filter) {
   Statement st = conn.Prepare(fmt::format(
-      "SELECT {} FROM best_plans WHERE {} ORDER BY region_signature, target_fingerprint, "
-      "threads, search_version{}",
-      kBestPlanColumns, kBestPlanWhere, LimitClause(filter.limit)));
+      "SELECT {} FROM best_plans WHERE {} ORDER BY {}{}", kBestPlanColumns, kBestPlanWhere,
+      filter.newest_first ? "created_at DESC, region_signature"
+                          : "region_signature, target_fingerprint, threads, search_version",
+      LimitClause(filter.limit)));
   BindBestPlanFilter(st, filter);
   std::vector<BestPlanRecord> out;
   while (st.Step()) out.push_back(ReadBestPlan(st));

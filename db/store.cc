@@ -128,7 +128,11 @@ void Store::RequireVersion(int version, const char* what) const {
   }
 }
 
-StoreStats Store::Stats() const {
+StoreStats Store::Stats() const { return CountStats(/*measurements=*/true); }
+
+StoreStats Store::QuickStats() const { return CountStats(/*measurements=*/false); }
+
+StoreStats Store::CountStats(bool measurements) const {
   std::lock_guard lock(mutex_);
   StoreStats stats;
   stats.schema_version = schema_version_;
@@ -139,8 +143,11 @@ StoreStats Store::Stats() const {
     return st.Int(0);
   };
   stats.targets = count("SELECT count(*) FROM targets");
-  stats.measurements_ok = count("SELECT count(*) FROM measurements WHERE status = 'ok'");
-  stats.measurements_invalid = count("SELECT count(*) FROM measurements WHERE status = 'invalid'");
+  if (measurements) {
+    stats.measurements_ok = count("SELECT count(*) FROM measurements WHERE status = 'ok'");
+    stats.measurements_invalid =
+        count("SELECT count(*) FROM measurements WHERE status = 'invalid'");
+  }
   stats.best_plans = count("SELECT count(*) FROM best_plans");
   if (schema_version_ >= 2) {
     stats.tasks = count("SELECT count(*) FROM tasks");

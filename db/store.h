@@ -54,6 +54,7 @@ struct BestPlanFilter {
   std::optional<int32_t> search_version;
   std::string op;  // plans whose region holds this op
   int64_t limit = 0;
+  bool newest_first = false;  // order by created_at, newest first, instead of by key
 };
 
 struct TaskFilter {
@@ -132,6 +133,9 @@ class Store {
   const std::string& path() const { return path_; }
   int schema_version() const;
   StoreStats Stats() const;
+  // Stats() without the measurement counts, which scan the largest table: every count here runs
+  // on an index, cheap enough for each metrics scrape and status page (measurements_* stay 0).
+  StoreStats QuickStats() const;
 
   // ---- targets ----
   // Inserts or replaces the figures of one target (a re-measurement supersedes the old one).
@@ -244,6 +248,7 @@ class Store {
 
  private:
   void RequireVersion(int version, const char* what) const;
+  StoreStats CountStats(bool measurements) const;
   bool PutMeasurementLocked(const MeasurementRecord& record, bool* replaced);
   bool MergeBestPlanLocked(const BestPlanRecord& record, bool* replaced);
   bool MergeTargetLocked(const TargetRecord& record);

@@ -52,12 +52,6 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                      .Help("Best plans cached in the store (read at scrape time)")
                      .Register(r)
                      .Add({});
-  stored_ = &BuildGauge()
-                 .Name("fusetune_stored_measurements")
-                 .Help("Measurements kept in the store by status (read at scrape time)")
-                 .Register(r);
-  stored_ok_ = &stored_->Add({{"status", "ok"}});
-  stored_invalid_ = &stored_->Add({{"status", "invalid"}});
   refresh_seconds_ = &BuildGauge()
                           .Name("fusetune_store_scrape_seconds")
                           .Help("Time the last scrape spent counting in the store")
@@ -135,14 +129,12 @@ void ServiceMetrics::RefreshFromStore(db::Store& store) {
   task_gauges_["failed"]->Set(static_cast<double>(tasks.failed));
   task_gauges_["cancelled"]->Set(static_cast<double>(tasks.cancelled));
 
-  db::StoreStats stats = store.Stats();
+  db::StoreStats stats = store.QuickStats();  // index-only counts, whatever the store's size
   job_gauges_["queued"]->Set(static_cast<double>(stats.jobs_queued));
   job_gauges_["leased"]->Set(static_cast<double>(stats.jobs_leased));
   job_gauges_["done"]->Set(static_cast<double>(stats.jobs_done));
   job_gauges_["failed"]->Set(static_cast<double>(stats.jobs_failed));
   best_plans_->Set(static_cast<double>(stats.best_plans));
-  stored_ok_->Set(static_cast<double>(stats.measurements_ok));
-  stored_invalid_->Set(static_cast<double>(stats.measurements_invalid));
 
   std::map<std::pair<std::string, std::string>, int64_t> counts;
   for (const db::WorkerRecord& w : store.ListWorkers()) {

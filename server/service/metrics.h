@@ -50,13 +50,10 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Gauge>* tasks_ = nullptr;
   prometheus::Family<prometheus::Gauge>* jobs_ = nullptr;
   prometheus::Family<prometheus::Gauge>* workers_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* stored_ = nullptr;
   std::map<std::string, prometheus::Gauge*> task_gauges_, job_gauges_;
   // (target, state) -> gauge; a target seen once keeps its series (at 0 when it has no worker).
   std::map<std::pair<std::string, std::string>, prometheus::Gauge*> worker_gauges_;
   prometheus::Gauge* best_plans_ = nullptr;
-  prometheus::Gauge* stored_ok_ = nullptr;
-  prometheus::Gauge* stored_invalid_ = nullptr;
   prometheus::Gauge* refresh_seconds_ = nullptr;
   prometheus::Counter* measurements_ok_ = nullptr;
   prometheus::Counter* measurements_invalid_ = nullptr;

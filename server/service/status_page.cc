@@ -311,8 +311,6 @@ std::string RenderStatusPage(const StatusSnapshot& s) {
   out += Card("jobs queued", fmt::format("{}", s.stats.jobs_queued),
               fmt::format("{} leased · {} done · {} failed", s.stats.jobs_leased, s.stats.jobs_done,
                           s.stats.jobs_failed));
-  out += Card("measurements stored", fmt::format("{}", s.stats.measurements_ok),
-              fmt::format("{} invalid kernels", s.stats.measurements_invalid));
   out += Card("cached plans", fmt::format("{}", s.stats.best_plans), "one per tuned region");
   out += "</div>";
 

@@ -40,7 +40,7 @@ StatusSnapshot TakeStatusSnapshot(db::Store& store, const TaskManager* tasks, in
   s.version = "0.1.0";
   s.now_ms = db::NowMs();
   s.row_limit = row_limit;
-  s.stats = store.Stats();
+  s.stats = store.QuickStats();  // no measurement counts: they scan the largest table
   s.task_counts = store.CountTasks();
 
   std::map<std::string, int64_t> current;
@@ -71,13 +71,10 @@ StatusSnapshot TakeStatusSnapshot(db::Store& store, const TaskManager* tasks, in
     s.tasks.push_back(std::move(row));
   }
 
-  // Plans are listed by signature; the newest are the interesting ones on a farm's page.
-  s.plans = store.ListBestPlans();
-  std::stable_sort(s.plans.begin(), s.plans.end(),
-                   [](const db::BestPlanRecord& a, const db::BestPlanRecord& b) {
-                     return a.created_at > b.created_at;
-                   });
-  if (static_cast<int>(s.plans.size()) > row_limit) s.plans.resize(row_limit);
+  db::BestPlanFilter newest_plans;
+  newest_plans.newest_first = true;
+  newest_plans.limit = row_limit;
+  s.plans = store.ListBestPlans(newest_plans);
   for (db::BestPlanRecord& p : s.plans) p.region_text.clear();
   return s;
 }
@@ -119,8 +116,6 @@ json StatusToJson(const StatusSnapshot& s) {
         {"failed", s.stats.jobs_failed}}},
       {"workers_online", s.stats.workers_online},
       {"best_plans", s.stats.best_plans},
-      {"measurements",
-       {{"ok", s.stats.measurements_ok}, {"invalid", s.stats.measurements_invalid}}},
   };
   doc["workers"] = json::array();
   for (const WorkerRow& r : s.workers) {

@@ -36,7 +36,7 @@ struct StatusSnapshot {
   std::string version;
   int64_t now_ms = 0;
   int row_limit = 0;
-  db::StoreStats stats;
+  db::StoreStats stats;  // Store::QuickStats(): measurements_* are not counted
   db::TaskCounts task_counts;
   std::vector<WorkerRow> workers;         // by id
   std::vector<TaskRow> tasks;             // newest first, at most row_limit

@@ -3,6 +3,7 @@
 // scrape and a page take on a store with many plans and tasks (printed, never asserted).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -140,10 +141,26 @@ TEST(ObservabilityUnit, PageEscapesSummarisesAndHidesGraphText) {
 TEST(ObservabilityUnit, PageListsTheNewestRowsAndSaysHowManyThereAre) {
   TestDir dir;
   db::Store store(dir.File("many.db"));
-  const int kPlans = 5000, kTasks = 1000;
+  // FUSETUNE_TEST_PLANS / FUSETUNE_TEST_TASKS give bigger stores for figures by hand.
+  auto from_env = [](const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v ? std::max(250, std::atoi(v)) : fallback;
+  };
+  const int kPlans = from_env("FUSETUNE_TEST_PLANS", 5000);
+  const int kTasks = from_env("FUSETUNE_TEST_TASKS", 1000);
   int64_t t0 = db::NowMs() - 1000000;
   for (int i = 0; i < kPlans; ++i) store.PutBestPlan(Plan(i, t0 + i));
   for (int i = 0; i < kTasks; ++i) store.CreateTask(Task(db::TaskState::kDone, "c"));
+  // Measurements are the biggest table of a farm's file; a scrape must not scan it.
+  const int kMeasurements = from_env("FUSETUNE_TEST_MEASUREMENTS", 20000);
+  std::vector<db::MeasurementRecord> measured(kMeasurements);
+  for (int i = 0; i < kMeasurements; ++i) {
+    measured[i].key = {fmt::format("{:032x}", i), "", "cpu", 1};
+    measured[i].median_us = measured[i].min_us = 1;
+    measured[i].number = measured[i].repeat = 1;
+    measured[i].group_text = std::string(1000, 'g');
+  }
+  store.PutMeasurements(measured);
   ServiceMetrics metrics;
 
   auto time = [](auto&& f) {
@@ -157,18 +174,21 @@ TEST(ObservabilityUnit, PageListsTheNewestRowsAndSaysHowManyThereAre) {
   service::StatusSnapshot snapshot;
   double snapshot_ms = time([&] { snapshot = service::TakeStatusSnapshot(store, nullptr, 200); });
   double render_ms = time([&] { html = service::RenderStatusPage(snapshot); });
+  double full_stats_ms = time([&] { store.Stats(); });
   std::printf(
-      "[figures] %d plans, %d tasks: /metrics %.2f ms (%zu bytes); page: snapshot %.1f ms, "
-      "render %.1f ms (%zu bytes)\n",
-      kPlans, kTasks, scrape_ms, text.size(), snapshot_ms, render_ms, html.size());
+      "[figures] %d plans, %d tasks, %d measurements: /metrics %.2f ms (%zu bytes); page: "
+      "snapshot %.1f ms, render %.1f ms (%zu bytes); Store::Stats() with measurement counts "
+      "%.1f ms\n",
+      kPlans, kTasks, kMeasurements, scrape_ms, text.size(), snapshot_ms, render_ms, html.size(),
+      full_stats_ms);
 
   EXPECT_EQ(ParseExposition(text).Value("fusetune_best_plans"), kPlans);
   ASSERT_EQ(snapshot.plans.size(), 200u);
   EXPECT_EQ(snapshot.plans.front().key.region_signature, fmt::format("{:032x}", kPlans - 1));
   ASSERT_EQ(snapshot.tasks.size(), 200u);
   EXPECT_EQ(snapshot.tasks.front().id, kTasks);
-  EXPECT_NE(html.find("newest 200 of 5000"), std::string::npos);
-  EXPECT_NE(html.find("newest 200 of 1000"), std::string::npos);
+  EXPECT_NE(html.find(fmt::format("newest 200 of {}", kPlans)), std::string::npos);
+  EXPECT_NE(html.find(fmt::format("newest 200 of {}", kTasks)), std::string::npos);
 }
 
 }  // namespace
