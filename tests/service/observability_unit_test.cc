@@ -84,6 +84,7 @@ TEST(ObservabilityUnit, MetricsReadTheStoreAtScrapeTime) {
   store.RegisterWorker(Worker("w1", "cpu-a"));
   store.RegisterWorker(Worker("w2", "cpu-a"));
   store.RegisterWorker(Worker("w3", "cpu-b"));
+  store.RegisterWorker(Worker("w4", "odd \"cpu\" \\ name"));  // escaped in the label value
   store.PutBestPlan(Plan(1, 0));
 
   Exposition e = ParseExposition(metrics.Scrape(store));
@@ -94,6 +95,8 @@ TEST(ObservabilityUnit, MetricsReadTheStoreAtScrapeTime) {
   EXPECT_EQ(e.Value("fusetune_workers", {{"target", "cpu-a"}, {"state", "online"}}), 2);
   EXPECT_EQ(e.Value("fusetune_workers", {{"target", "cpu-b"}, {"state", "online"}}), 1);
   EXPECT_EQ(e.Value("fusetune_workers", {{"target", "cpu-b"}, {"state", "offline"}}), 0);
+  EXPECT_EQ(e.Value("fusetune_workers", {{"target", "odd \"cpu\" \\ name"}, {"state", "online"}}),
+            1);
   EXPECT_EQ(e.Value("fusetune_best_plans"), 1);
 
   // Everyone goes silent: the same series now count offline workers.
