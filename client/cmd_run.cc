@@ -1,8 +1,7 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
-// [--inputs DIR] [--outputs DIR] [--repeat N] [--no-pack-weights] [--json]`: compile every group
-// of the plan, run the graph as that sequence of kernels, time each kernel and the whole, and
-// compare the outputs with the reference interpreter. Weights that matmul kernels read are packed
-// once when loaded, as a deployed model would.
+// [--inputs DIR] [--outputs DIR] [--repeat N] [--json]`: compile every group of the plan, run the
+// graph as that sequence of kernels, time each kernel and the whole, and compare the outputs with
+// the reference interpreter.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -37,7 +36,6 @@ struct RunOptions {
   std::string inputs_dir;
   std::string outputs_dir;
   int repeat = 5;
-  bool pack_weights = true;
   bool json = false;
 };
 
@@ -114,7 +112,7 @@ void Run(const RunOptions& o) {
   std::vector<Tensor> inputs = LoadInputs(graph, o.inputs_dir);
 
   codegen::Jit jit;
-  PlanExecutor executor(graph, plan, jit, o.threads, {.pack_weights = o.pack_weights});
+  PlanExecutor executor(graph, plan, jit, o.threads);
   executor.SetInputs(inputs);
   executor.Run();
   std::vector<Tensor> outputs = executor.Outputs();
@@ -143,27 +141,20 @@ void Run(const RunOptions& o) {
       groups.push_back(node_names(k.nodes));
       kernels.push_back({{"nodes", node_names(k.nodes)}, {"us", k.timing.median_us}});
     }
-    nlohmann::ordered_json out = {
-        {"graph", o.graph_path},
-        {"plan", plan.name},
-        {"threads", o.threads},
-        {"target", jit.target().Fingerprint()},
-        {"groups", groups},
-        {"kernels", kernels},
-        {"total_us", measured.total.median_us},
-        {"max_abs_error", error},
-        {"packed_weights",
-         {{"count", executor.num_packed_weights()}, {"bytes", executor.packed_weight_bytes()}}}};
+    nlohmann::ordered_json out = {{"graph", o.graph_path},
+                                  {"plan", plan.name},
+                                  {"threads", o.threads},
+                                  {"target", jit.target().Fingerprint()},
+                                  {"groups", groups},
+                                  {"kernels", kernels},
+                                  {"total_us", measured.total.median_us},
+                                  {"max_abs_error", error}};
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("graph    {}\nplan     {} ({} kernels)\nthreads  {}\n", o.graph_path,
-                           plan.name, measured.kernels.size(), o.threads);
-  if (executor.num_packed_weights() > 0) {
-    std::cout << fmt::format("weights  {} packed once at load ({:.1f} MB)\n",
-                             executor.num_packed_weights(), executor.packed_weight_bytes() / 1e6);
-  }
-  std::cout << fmt::format("target   {}\n\n", jit.target().Fingerprint());
+  std::cout << fmt::format("graph    {}\nplan     {} ({} kernels)\nthreads  {}\ntarget   {}\n\n",
+                           o.graph_path, plan.name, measured.kernels.size(), o.threads,
+                           jit.target().Fingerprint());
   std::cout << fmt::format("{:>12}  {:>10}  {}\n", "median us", "compile ms", "group");
   for (const KernelTiming& k : measured.kernels) {
     std::string group;
@@ -198,8 +189,6 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_option("--outputs", options->outputs_dir, "write output_0.npy, ... here");
   cmd->add_option("--repeat", options->repeat, "timing repeats (median reported)")
       ->capture_default_str();
-  cmd->add_flag("!--no-pack-weights", options->pack_weights,
-                "pack matmul weights in every call instead of once at load (as tuning measures)");
   cmd->add_flag("--json", options->json, "print the result as JSON");
   cmd->callback([options] { Run(*options); });
 }

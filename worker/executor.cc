@@ -7,15 +7,9 @@
 
 #include "ir/error.h"
 #include "ir/fusion.h"
-#include "worker/codegen/runtime/aligned_buffer.h"
 #include "worker/codegen/runtime/thread_pool.h"
 
 namespace fusetune {
-
-struct PlanExecutor::Packed {
-  codegen::PackedWeight layout;
-  runtime::AlignedBuffer data;
-};
 
 struct PlanExecutor::Step {
   FusedGroup group;
@@ -24,8 +18,7 @@ struct PlanExecutor::Step {
   std::vector<void*> buffers;  // group inputs, then outputs (kernel_abi.h)
 };
 
-PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
-                           ExecutorOptions options)
+PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads)
     : graph_(graph), plan_(plan), threads_(threads) {
   ValidatePlan(graph, plan);
   runtime::SetNumThreads(threads);
@@ -41,9 +34,8 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
     Step step;
     step.group = *group;
     step.schedule = pg.schedule;
-    step.kernel = codegen::CompileGroup(
-        graph, step.group, pg.schedule, jit,
-        {.opt_level = 3, .threads = threads, .pack_weights = options.pack_weights});
+    step.kernel = codegen::CompileGroup(graph, step.group, pg.schedule, jit,
+                                        {.opt_level = 3, .threads = threads});
     for (ValueId out : step.group.outputs) values_[out] = Tensor(graph.value(out).type);
     steps_.push_back(std::move(step));
   }
@@ -87,29 +79,6 @@ void PlanExecutor::SetInputs(std::span<const Tensor> inputs) {
     }
     for (ValueId out : step.group.outputs) step.buffers.push_back(values_[out].data());
   }
-  packed_.clear();
-  for (Step& step : steps_)
-    for (const codegen::PackedWeight& w : step.kernel->packed_weights())
-      step.buffers[w.buffer] = PackedBuffer(w);
-}
-
-void* PlanExecutor::PackedBuffer(const codegen::PackedWeight& layout) {
-  for (Packed& p : packed_)
-    if (p.layout == layout) return p.data.data();
-  const Tensor& weight = values_[layout.value];
-  FT_CHECK(weight.type().dtype == DType::kFloat32, "a packed weight must be float32");
-  Packed p{layout, runtime::AlignedBuffer(static_cast<size_t>(layout.PackedFloats()) * 4)};
-  codegen::PackWeight(layout, static_cast<const float*>(weight.data()), p.data.as<float>());
-  packed_.push_back(std::move(p));
-  return packed_.back().data.data();
-}
-
-int PlanExecutor::num_packed_weights() const { return static_cast<int>(packed_.size()); }
-
-int64_t PlanExecutor::packed_weight_bytes() const {
-  int64_t bytes = 0;
-  for (const Packed& p : packed_) bytes += static_cast<int64_t>(p.data.bytes());
-  return bytes;
 }
 
 void PlanExecutor::Run() {

@@ -28,19 +28,11 @@ struct PlanProfile {
   Timing total;  // the whole sequence of kernels per call
 };
 
-struct ExecutorOptions {
-  // Pack the weights (values with data) that matmul kernels read once, in SetInputs, instead of
-  // in every call: what a deployed model does at load time. Off in tuning jobs, whose graphs
-  // carry no weights.
-  bool pack_weights = false;
-};
-
 class PlanExecutor {
  public:
   // Validates the plan and compiles every group for `threads` threads (which it also sets on the
   // runtime pool). Throws UserError for a bad plan or a group the code generator refuses.
-  PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
-               ExecutorOptions options = {});
+  PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads);
   ~PlanExecutor();
 
   // Parameter values, in either form ir/interpreter.h accepts (one per parameter, or one per
@@ -53,21 +45,14 @@ class PlanExecutor {
   PlanProfile Measure(const TimingOptions& options);
 
   int num_kernels() const;
-  // The weights packed by the last SetInputs: how many layouts, and their bytes.
-  int num_packed_weights() const;
-  int64_t packed_weight_bytes() const;
 
  private:
   struct Step;
-  struct Packed;
-  void* PackedBuffer(const codegen::PackedWeight& layout);
-
   const Graph& graph_;
   Plan plan_;
   int threads_;
   std::vector<Step> steps_;
   std::vector<Tensor> values_;  // by ValueId: params, constants, and kernel outputs
-  std::vector<Packed> packed_;  // one per (weight, layout), shared by the kernels that read it
 };
 
 // Largest |a - b| over every output (NaNs in the same place count as equal).

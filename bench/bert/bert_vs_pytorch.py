@@ -21,9 +21,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# "tuned-per-call": the tuned plan with every matmul packing its weight in each call, as tuning
-# measures kernels (the other plans pack weights once, at load).
-PLANS = ["tuned", "greedy", "unfused", "tuned-per-call"]
+PLANS = ["tuned", "greedy", "unfused"]
 
 
 def peer_env(threads, coretype):
@@ -122,7 +120,7 @@ def main():
                  "--seq", str(seq), "--seed", "0"])
 
     # Tuning first, for every length and thread count; the store keeps the plans.
-    if {"tuned", "tuned-per-call"} & set(args.plans) and not args.skip_tune:
+    if "tuned" in args.plans and not args.skip_tune:
         for seq in args.seqs:
             for t in args.threads:
                 out, secs = run([fusetune, "tune", "--local", "--db", db, "--threads", str(t),
@@ -150,14 +148,11 @@ def main():
                 times["pytorch"].append(json.loads(out)["us"])
                 for plan in args.plans:
                     out_dir = os.path.join(d, f"out_{plan}_{t}")
-                    stored = "tuned" if plan == "tuned-per-call" else plan
-                    cmd = [fusetune, "run", model, "--plan", stored, "--threads", str(t),
+                    cmd = [fusetune, "run", model, "--plan", plan, "--threads", str(t),
                            "--inputs", os.path.dirname(x), "--outputs", out_dir,
                            "--repeat", str(args.repeat), "--json"]
-                    if stored == "tuned":
+                    if plan == "tuned":
                         cmd += ["--db", db]
-                    if plan == "tuned-per-call":
-                        cmd += ["--no-pack-weights"]
                     out, _ = run(cmd, boost=args.boost)
                     times[plan].append(json.loads(out)["total_us"])
                     errors[plan] = max_abs_error(os.path.join(out_dir, "output_0.npy"), y)

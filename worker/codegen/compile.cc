@@ -71,8 +71,7 @@ std::unique_ptr<JitModule> EmitGroupModule(const Graph& graph, const FusedGroup&
 #if FUSETUNE_HAS_MATMUL_TEMPLATE
   if (group.templ == GroupTemplate::kMatmul) {
     int threads = options.threads > 0 ? options.threads : runtime::NumThreads();
-    EmitMatmulKernel(module->module(), graph, group, schedule, jit.target(), symbol, threads,
-                     options.pack_weights);
+    EmitMatmulKernel(module->module(), graph, group, schedule, jit.target(), symbol, threads);
     jit.Verify(*module);
     return module;
   }
@@ -97,14 +96,7 @@ std::unique_ptr<CompiledKernel> CompileGroup(const Graph& graph, const FusedGrou
   std::unique_ptr<JitCode> code = jit.Load(std::move(module));
   auto fn = reinterpret_cast<KernelFn>(code->Lookup(symbol));  // compiles (ORC is lazy)
   times.codegen_ms = MsSince(start);
-  std::vector<PackedWeight> packed;
-#if FUSETUNE_HAS_MATMUL_TEMPLATE
-  if (options.pack_weights && group.templ == GroupTemplate::kMatmul) {
-    int threads = options.threads > 0 ? options.threads : runtime::NumThreads();
-    if (auto w = MatmulPackedWeight(graph, group, schedule, threads)) packed.push_back(*w);
-  }
-#endif
-  return std::make_unique<CompiledKernel>(std::move(code), fn, symbol, times, std::move(packed));
+  return std::make_unique<CompiledKernel>(std::move(code), fn, symbol, times);
 }
 
 }  // namespace fusetune::codegen

@@ -4,7 +4,6 @@
 // here, so the executor and tools use it without LLVM's include path.
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "ir/fusion.h"
 #include "ir/graph.h"
@@ -25,34 +24,23 @@ struct CompileTimes {
 // A kernel in the JIT; removed from it when destroyed.
 class CompiledKernel {
  public:
-  CompiledKernel(std::unique_ptr<JitCode> code, KernelFn fn, std::string symbol, CompileTimes times,
-                 std::vector<PackedWeight> packed_weights = {})
-      : code_(std::move(code)),
-        fn_(fn),
-        symbol_(std::move(symbol)),
-        times_(times),
-        packed_weights_(std::move(packed_weights)) {}
+  CompiledKernel(std::unique_ptr<JitCode> code, KernelFn fn, std::string symbol, CompileTimes times)
+      : code_(std::move(code)), fn_(fn), symbol_(std::move(symbol)), times_(times) {}
   void Run(void** buffers) const { fn_(buffers); }
   KernelFn fn() const { return fn_; }
   const std::string& symbol() const { return symbol_; }
   const CompileTimes& times() const { return times_; }
-  // Inputs whose buffer must hold the packed weight (kernel_abi.h), not the weight.
-  const std::vector<PackedWeight>& packed_weights() const { return packed_weights_; }
 
  private:
   std::unique_ptr<JitCode> code_;
   KernelFn fn_;
   std::string symbol_;
   CompileTimes times_;
-  std::vector<PackedWeight> packed_weights_;
 };
 
 struct CompileOptions {
   int opt_level = 3;
   int threads = 0;  // threads the kernel will run with (matmul blocking); 0: the runtime's current
-  // Read weights (inputs that hold data) pre-packed, as a program that packs them once at load
-  // would: the caller then passes them packed (kernel_abi.h). Off: every call packs what it reads.
-  bool pack_weights = false;
 };
 
 // The kernel IR of a non-matmul group (kMatmul: the loop-nest fallback). Throws UserError on a

@@ -260,29 +260,9 @@ MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group) {
   return anchor.op->matmul(in_types, anchor.attrs);
 }
 
-std::optional<PackedWeight> MatmulPackedWeight(const Graph& graph, const FusedGroup& group,
-                                               const Schedule& schedule, int threads) {
-  const MatmulLayout layout = GroupMatmulLayout(graph, group);
-  ValueId b = graph.value(group.anchor).inputs[1];
-  auto input = std::find(group.inputs.begin(), group.inputs.end(), b);
-  if (layout.batch != 1 || input == group.inputs.end() || !graph.value(b).data ||
-      graph.value(b).type.dtype != DType::kFloat32)
-    return std::nullopt;
-  MatmulOperand op = OperandB(layout, static_cast<int>(input - group.inputs.begin()), false);
-  PackedWeight w;
-  w.buffer = op.buffer;
-  w.value = b;
-  w.n = layout.n;
-  w.k = layout.k;
-  w.row_stride = op.row_stride;
-  w.k_stride = op.k_stride;
-  w.nr = ResolveMatmulTiling(layout, schedule, threads).nr;
-  return w;
-}
-
 llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const FusedGroup& group,
                                  const Schedule& schedule, const TargetInfo& target,
-                                 const std::string& symbol, int threads, bool pack_weights) {
+                                 const std::string& symbol, int threads) {
   const fusetune::Value& anchor = graph.value(group.anchor);
   const MatmulLayout layout = GroupMatmulLayout(graph, group);
   for (ValueId v : {anchor.inputs[0], anchor.inputs[1], group.anchor}) {
@@ -312,7 +292,6 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
   };
   desc.a = operand(anchor.inputs[0], true);
   desc.b = operand(anchor.inputs[1], false);
-  desc.b.prepacked = pack_weights && MatmulPackedWeight(graph, group, schedule, threads);
   if (desc.a.compute) {
     // A computed A is packed [mc][kc] per task: keep that block cache-sized (the default mc is
     // all of M), at the price of more tasks.

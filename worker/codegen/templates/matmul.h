@@ -13,14 +13,12 @@
 //
 // Operands and the anchor's result must be float32 (out_dtype unset); epilogue values may be any
 // supported dtype.
-#include <optional>
 #include <string>
 
 #include "ir/fusion.h"
 #include "ir/graph.h"
 #include "ir/op.h"
 #include "ir/plan.h"
-#include "worker/codegen/kernel_abi.h"
 #include "worker/codegen/target.h"
 
 namespace llvm {
@@ -33,18 +31,12 @@ namespace fusetune::codegen {
 // The anchor's product layout.
 MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group);
 
-// The weight the group's kernel reads pre-packed when weights are packed: B, when it is a group
-// input that holds data (a weight, not computed by a prologue) and the product has batch 1.
-std::optional<PackedWeight> MatmulPackedWeight(const Graph& graph, const FusedGroup& group,
-                                               const Schedule& schedule, int threads);
-
 // Emits `void symbol(void** buffers)` (kernel_abi.h: group inputs, then outputs) into `module`.
 // `threads` is the thread count the kernel will run with: it resolves the schedule's unset knobs
-// (cache blocks that give every thread work). With `pack_weights`, the MatmulPackedWeight() operand
-// is read packed instead of being packed in every call. Throws UserError naming what the template
-// does not handle (an operand that is not float32, a bad schedule knob).
+// (cache blocks that give every thread work). Throws UserError naming what the template does not
+// handle (an operand that is not float32, a bad schedule knob).
 llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const FusedGroup& group,
                                  const Schedule& schedule, const TargetInfo& target,
-                                 const std::string& symbol, int threads, bool pack_weights);
+                                 const std::string& symbol, int threads);
 
 }  // namespace fusetune::codegen

@@ -331,7 +331,7 @@ Function* Emitter::EmitTask() {
   const int64_t mr = t_.mr, nr = t_.nr, mc = t_.mc, nc = t_.nc, kc = t_.kc;
   const int64_t m_blocks = t_.MBlocks(l_), n_blocks = t_.NBlocks(l_);
   const int64_t panels = (nc + nr - 1) / nr;
-  const int64_t b_bytes = d_.b.prepacked ? 0 : (panels * nr * kc * 4 + 63) / 64 * 64;
+  const int64_t b_bytes = (panels * nr * kc * 4 + 63) / 64 * 64;
   const int64_t scratch_bytes = b_bytes + (d_.a.compute ? mc * kc * 4 : 0);
 
   auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
@@ -390,11 +390,9 @@ Function* Emitter::EmitTask() {
       Value* k0 = b.CreateMul(kb, I64(kc));
       Value* k_count =
           b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, I64(kc), b.CreateSub(I64(l_.k), k0));
-      // Pack B(b, nb0.., k0..) unless this thread's scratch already holds it (one k block only)
-      // or B came packed.
-      Value* need_pack = d_.b.prepacked  ? static_cast<Value*>(llvm::ConstantInt::getFalse(ctx_))
-                         : k_blocks_ > 1 ? static_cast<Value*>(llvm::ConstantInt::getTrue(ctx_))
-                                         : b.CreateICmpNE(b.CreateLoad(i64_, packed), q);
+      // Pack B(b, nb0.., k0..) unless this thread's scratch already holds it (one k block only).
+      Value* need_pack = k_blocks_ > 1 ? static_cast<Value*>(llvm::ConstantInt::getTrue(ctx_))
+                                       : b.CreateICmpNE(b.CreateLoad(i64_, packed), q);
       BasicBlock* pack_block = BasicBlock::Create(ctx_, "pack", f);
       BasicBlock* compute = BasicBlock::Create(ctx_, "compute", f);
       b.CreateCondBr(need_pack, pack_block, compute);
@@ -453,17 +451,9 @@ Function* Emitter::EmitTask() {
             d_.a.compute
                 ? b.CreateInBoundsGEP(f32_, a_packed, b.CreateMul(b.CreateSub(m, m0), I64(kc)))
                 : b.CreateInBoundsGEP(f32_, a_k, b.CreateMul(m, I64(d_.a.row_stride)));
-        Value* bp;
-        if (d_.b.prepacked) {
-          Value* panel = b.CreateSDiv(n, I64(nr));  // nb0 is a multiple of nr
-          bp = b.CreateInBoundsGEP(
-              f32_, b_base,
-              b.CreateAdd(b.CreateMul(panel, I64(l_.k * nr)), b.CreateMul(k0, I64(nr))));
-        } else {
-          Value* panel = b.CreateSDiv(b.CreateSub(n, nb0), I64(nr));
-          bp =
-              b.CreateInBoundsGEP(f32_, scratch, b.CreateMul(panel, b.CreateMul(k_count, I64(nr))));
-        }
+        Value* panel = b.CreateSDiv(b.CreateSub(n, nb0), I64(nr));
+        Value* bp =
+            b.CreateInBoundsGEP(f32_, scratch, b.CreateMul(panel, b.CreateMul(k_count, I64(nr))));
         b.CreateCall(tile_type, fn,
                      {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers});
       };

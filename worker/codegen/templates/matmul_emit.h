@@ -44,18 +44,12 @@ using OperandFn = std::function<llvm::Value*(MatmulBuilder& builder, llvm::Value
 // floats, i = m for A and n for B. A batch stride of 0 broadcasts one matrix over the batch.
 // With `compute` set (a prologue fused into the kernel) the operand is evaluated element by
 // element while it is packed, once per task and k block, and never stored outside the scratch.
-//
-// With `prepacked` set (B only, batch 1) buffers[buffer] holds B already in the packed layout,
-// once for all of N and K: fusetune_mm_pack_b(B, row_stride, k_stride, N, K, nr) (panel p =
-// columns [p*nr, p*nr+nr) at p*K*nr, row k of the panel at k*nr). A weight is packed once when it
-// is loaded instead of in every call; the strides then describe the unpacked source.
 struct MatmulOperand {
   int buffer = -1;
   int64_t batch_stride = 0;
   int64_t row_stride = 0;
   int64_t k_stride = 0;
   OperandFn compute;
-  bool prepacked = false;
 };
 
 // The operand strides of a dense row-major layout; `batch_broadcast` when that operand has a

@@ -1,7 +1,5 @@
 #include "worker/codegen/templates/matmul_runtime.h"
 
-#include "worker/codegen/kernel_abi.h"
-
 // GCC 12 reports its own _mm512_undefined_ps() (used inside the unpack/shuffle intrinsics) as
 // maybe-uninitialized; the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -164,12 +162,3 @@ extern "C" void* fusetune_mm_scratch(int64_t bytes) {
   }
   return scratch.data;
 }
-
-namespace fusetune::codegen {
-
-void PackWeight(const PackedWeight& layout, const float* weight, float* out) {
-  fusetune_mm_pack_b(weight, layout.row_stride, layout.k_stride, layout.n, layout.k, layout.nr,
-                     out);
-}
-
-}  // namespace fusetune::codegen
