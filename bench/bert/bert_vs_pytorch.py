@@ -164,12 +164,20 @@ def main():
             line = (f"seq {seq:4d}  threads {t}  pytorch {med['pytorch']:8.0f} us "
                     f"(best {best['pytorch']:.0f})")
             for plan in args.plans:
+                # The ratio of each round's two timings, taken minutes apart at most: the figure
+                # least moved by other processes on a shared machine (whole-run medians can pair
+                # a quiet PyTorch round with a disturbed one of ours, or the reverse).
+                paired = [a / b for a, b in zip(times[plan], times["pytorch"])]
                 row[f"{plan}_us"] = med[plan]
                 row[f"{plan}_best_us"] = best[plan]
                 row[f"{plan}_rounds_us"] = times[plan]
+                row[f"{plan}_paired_ratio"] = statistics.median(paired)
+                row[f"{plan}_rounds_faster"] = sum(r < 1 for r in paired)
                 row[f"{plan}_max_abs_error"] = errors[plan]
                 line += (f" | {plan} {med[plan]:8.0f} us = {med[plan] / med['pytorch']:.2f}x "
-                         f"(best {best[plan] / best['pytorch']:.2f}x, err {errors[plan]:.1e})")
+                         f"(paired {statistics.median(paired):.2f}x, faster in "
+                         f"{sum(r < 1 for r in paired)}/{len(paired)} rounds, best "
+                         f"{best[plan] / best['pytorch']:.2f}x, err {errors[plan]:.1e})")
             print(line, flush=True)
             results.append(row)
     if args.json:
