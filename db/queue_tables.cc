@@ -218,7 +218,8 @@ bool Store::FinishTask(int64_t id, const std::string& result_json) {
   RequireVersion(2, "tasks");
   Transaction tx(*conn_);
   Statement st = conn_->Prepare(
-      "UPDATE tasks SET state = 'done', result_json = ?1, updated_at = ?2 "
+      "UPDATE tasks SET state = 'done', result_json = ?1, updated_at = ?2, "
+      "progress_done = progress_total "
       "WHERE id = ?3 AND state IN ('queued', 'running')");
   st.BindAll(result_json, NowMs(), id);
   st.Run();

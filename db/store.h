@@ -189,7 +189,8 @@ class Store {
   // the task is unknown or already terminal.
   bool SetTaskState(int64_t id, TaskState state, const std::string& error = "");
   bool SetTaskProgress(int64_t id, int64_t done, int64_t total);
-  // Marks the task done with its result.
+  // Marks the task done with its result, and its progress complete (a task resumed after a
+  // restart may find every job already measured and never report progress).
   bool FinishTask(int64_t id, const std::string& result_json);
   // Cancels a task that is not terminal and drops its queued jobs that no other live task needs.
   bool CancelTask(int64_t id);

@@ -54,7 +54,7 @@ TEST(Tasks, RoundTripStatesAndProgress) {
   EXPECT_TRUE(store.FinishTask(id, R"({"regions":[]})"));
   t = *store.FindTask(id);
   EXPECT_EQ(t.state, TaskState::kDone);
-  EXPECT_EQ(t.progress_done, 3);
+  EXPECT_EQ(t.progress_done, 10);  // a finished task is complete, even if resumed with all measured
   EXPECT_EQ(t.progress_total, 10);
   EXPECT_EQ(t.result_json, R"({"regions":[]})");
   // Terminal is final.
