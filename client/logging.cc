@@ -114,4 +114,11 @@ void AddLoggingFlags(CLI::App& app) {
   app.parse_complete_callback([] { UseLogger("fusetune"); });
 }
 
+void MentionLoggingFlags(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands({}))
+    sub->footer(
+        "Logging (every subcommand): --log-level trace|debug|info|warn|error|off, "
+        "--log-format text|json");
+}
+
 }  // namespace fusetune::cli

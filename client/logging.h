@@ -21,6 +21,10 @@ namespace fusetune::cli {
 // subcommand runs.
 void AddLoggingFlags(CLI::App& app);
 
+// Notes the root's log flags in the help of every subcommand registered so far (CLI11 lists
+// only a command's own options there).
+void MentionLoggingFlags(CLI::App& app);
+
 // Replaces the default logger with one named `name` (e.g. "serve", "worker"), keeping the level
 // and format chosen on the command line.
 void UseLogger(const std::string& name);

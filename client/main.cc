@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   using namespace fusetune;
   CLI::App app{
       "fusetune: decides which tensor operators to fuse by measuring them on this CPU.\n"
-      "GRAPH is Relay text (.relay)."};
+      "GRAPH is Relay text (.relay) or an ONNX model (.onnx)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "fusetune 0.1.0");
   cli::AddLoggingFlags(app);  // first: subcommands inherit its fall-through of the log flags
@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   cli::RegisterCancelCommand(app);
   cli::RegisterRunCommand(app);
   cli::RegisterKernelCommand(app);
+  cli::MentionLoggingFlags(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
