@@ -17,7 +17,7 @@ class UserError : public std::runtime_error {
 
 }  // namespace fusetune
 
-#define FT_CHECK(cond, msg)                                                   \
-  do {                                                                        \
-    if (!(cond)) ::fusetune::InternalError(__FILE__, __LINE__, (msg));        \
+#define FT_CHECK(cond, msg)                                            \
+  do {                                                                 \
+    if (!(cond)) ::fusetune::InternalError(__FILE__, __LINE__, (msg)); \
   } while (0)

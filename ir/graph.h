@@ -28,7 +28,8 @@ struct Value {
   const OpDef* op = nullptr;    // kNode
   std::vector<ValueId> inputs;  // kNode
   Attrs attrs;                  // kNode, normalised
-  std::shared_ptr<const Tensor> data;  // kConst; also a kParam that carries weights (ONNX initialisers)
+  // kConst; also a kParam that carries weights (ONNX initialisers).
+  std::shared_ptr<const Tensor> data;
 };
 
 // Protects a server from hostile graphs; each limit is checked with a clear error.
@@ -61,7 +62,7 @@ class Graph {
   std::vector<ValueId> params_;
   std::vector<ValueId> outputs_;
   bool tuple_output_ = false;
-  std::vector<std::vector<ValueId>> users_;  // per value, filled by GraphBuilder::Build
+  std::vector<std::vector<ValueId>> users_;           // per value, filled by GraphBuilder::Build
   std::unordered_map<std::string, ValueId> by_name_;  // every non-empty name
 };
 

@@ -37,7 +37,7 @@ struct ExprLeaf {
 };
 
 struct InlinedExpr {
-  ScalarExpr expr;              // kArg i is leaves[i]
+  ScalarExpr expr;  // kArg i is leaves[i]
   std::vector<ExprLeaf> leaves;
 };
 

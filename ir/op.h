@@ -17,16 +17,23 @@
 namespace fusetune {
 
 // TVM's fusion pattern taxonomy, in TVM's order.
-enum class OpPattern { kElemWise = 0, kBroadcast = 1, kInjective = 2, kCommReduce = 3, kOutEWiseFusable = 4, kOpaque = 8 };
+enum class OpPattern {
+  kElemWise = 0,
+  kBroadcast = 1,
+  kInjective = 2,
+  kCommReduce = 3,
+  kOutEWiseFusable = 4,
+  kOpaque = 8
+};
 std::string_view PatternName(OpPattern p);
 
 // What kind of kernel template computes this op; the code generator dispatches on it.
 enum class OpKind {
   kElementwise,  // ElemWise/Broadcast: `scalar` over inputs read through `access`
-  kInjective,    // data movement: output = input read through `access` (select_axis picks the input)
-  kReduce,       // `reduce` describes it
-  kMatmul,       // dense, batch_matmul, matmul: `matmul` describes it
-  kComposite,    // softmax, layer_norm: row-wise kernels of their own
+  kInjective,  // data movement: output = input read through `access` (select_axis picks the input)
+  kReduce,     // `reduce` describes it
+  kMatmul,     // dense, batch_matmul, matmul: `matmul` describes it
+  kComposite,  // softmax, layer_norm: row-wise kernels of their own
 };
 
 enum class ReduceCombiner { kSum, kMax, kMin };
@@ -47,11 +54,16 @@ struct MatmulLayout {
 // Inputs to infer/eval. Type inference throws UserError with a message that names the problem
 // (without position: the caller adds file:line:col).
 using InferFn = std::function<TensorType(std::span<const TensorType> inputs, const Attrs& attrs)>;
-using AccessFn = std::function<AccessMap(std::span<const TensorType> inputs, const TensorType& out, const Attrs& attrs)>;
-using ScalarFn = std::function<ScalarExpr(std::span<const TensorType> inputs, const TensorType& out, const Attrs& attrs)>;
-using EvalFn = std::function<Tensor(std::span<const Tensor* const> inputs, const TensorType& out, const Attrs& attrs)>;
-using CostFn = std::function<double(std::span<const TensorType> inputs, const TensorType& out, const Attrs& attrs)>;
-using MatmulFn = std::function<MatmulLayout(std::span<const TensorType> inputs, const Attrs& attrs)>;
+using AccessFn = std::function<AccessMap(std::span<const TensorType> inputs, const TensorType& out,
+                                         const Attrs& attrs)>;
+using ScalarFn = std::function<ScalarExpr(std::span<const TensorType> inputs, const TensorType& out,
+                                          const Attrs& attrs)>;
+using EvalFn = std::function<Tensor(std::span<const Tensor* const> inputs, const TensorType& out,
+                                    const Attrs& attrs)>;
+using CostFn = std::function<double(std::span<const TensorType> inputs, const TensorType& out,
+                                    const Attrs& attrs)>;
+using MatmulFn =
+    std::function<MatmulLayout(std::span<const TensorType> inputs, const Attrs& attrs)>;
 
 struct OpDef {
   std::string name;
@@ -66,9 +78,10 @@ struct OpDef {
   AccessFn access;  // kElementwise, kInjective (and the prologue reads of kReduce)
   ScalarFn scalar;  // kElementwise
   ReduceInfo reduce{ReduceCombiner::kSum};  // kReduce
-  MatmulFn matmul;  // kMatmul
-  EvalFn eval;      // reference semantics when not derivable from scalar/access (kReduce, kMatmul, kComposite)
-  CostFn flops;     // floating-point operations of one evaluation
+  MatmulFn matmul;                          // kMatmul
+  EvalFn eval;   // reference semantics when not derivable from scalar/access (kReduce, kMatmul,
+                 // kComposite)
+  CostFn flops;  // floating-point operations of one evaluation
 };
 
 const OpDef* FindOp(std::string_view name);
@@ -79,7 +92,8 @@ const std::vector<const OpDef*>& AllOps();
 Attrs NormalizeAttrs(const OpDef& op, const Attrs& given);
 
 // Reference evaluation of one op (uses `eval`, or the generic access/scalar path).
-Tensor EvalOp(const OpDef& op, std::span<const Tensor* const> inputs, const TensorType& out, const Attrs& attrs);
+Tensor EvalOp(const OpDef& op, std::span<const Tensor* const> inputs, const TensorType& out,
+              const Attrs& attrs);
 
 // An axis attribute in [-rank, rank) made non-negative; throws UserError naming `op` otherwise.
 int NormalizeAxis(std::string_view op, int64_t axis, int rank);

@@ -12,14 +12,35 @@
 namespace fusetune {
 
 enum class ScalarOp {
-  kConst,   // value
-  kArg,     // arg_index: the op's input number
+  kConst,  // value
+  kArg,    // arg_index: the op's input number
   // unary
-  kNeg, kAbs, kExp, kFastExp, kLog, kSqrt, kRsqrt, kTanh, kFastTanh, kSigmoid, kErf,
-  kCast,    // to `dtype` (float->int truncates toward zero; ->bool is "!= 0")
+  kNeg,
+  kAbs,
+  kExp,
+  kFastExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kFastTanh,
+  kSigmoid,
+  kErf,
+  kCast,  // to `dtype` (float->int truncates toward zero; ->bool is "!= 0")
   // binary
-  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
-  kLt, kLe, kGt, kGe, kEq, kNe,   // comparisons give bool (1.0 / 0.0)
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMax,
+  kMin,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kEq,
+  kNe,  // comparisons give bool (1.0 / 0.0)
   // ternary
   kSelect,  // operands[0] != 0 ? operands[1] : operands[2]
 };
@@ -29,9 +50,9 @@ using ScalarExpr = std::shared_ptr<const ScalarNode>;
 
 struct ScalarNode {
   ScalarOp op;
-  DType dtype;                     // result dtype
-  double value = 0.0;              // kConst
-  int arg_index = -1;              // kArg
+  DType dtype;         // result dtype
+  double value = 0.0;  // kConst
+  int arg_index = -1;  // kArg
   std::vector<ScalarExpr> operands;
 };
 

@@ -40,19 +40,29 @@ class Tensor {
   int64_t size() const { return type_.NumElements(); }
 
   double Get(int64_t flat_index) const;
-  void Set(int64_t flat_index, double value);  // rounds to the dtype (float32: nearest; int32: toward zero)
+  void Set(int64_t flat_index,
+           double value);  // rounds to the dtype (float32: nearest; int32: toward zero)
 
   void* data() { return storage_.get(); }
   const void* data() const { return storage_.get(); }
-  template <typename T> T* as() { return static_cast<T*>(data()); }
-  template <typename T> const T* as() const { return static_cast<const T*>(data()); }
+  template <typename T>
+  T* as() {
+    return static_cast<T*>(data());
+  }
+  template <typename T>
+  const T* as() const {
+    return static_cast<const T*>(data());
+  }
 
-  // Deterministic pseudo-random contents (fixed seed): floats in [-1, 1), ints in [-8, 8), bools 50/50.
+  // Deterministic pseudo-random contents (fixed seed): floats in [-1, 1), ints in [-8, 8), bools
+  // 50/50.
   static Tensor Random(const TensorType& type, uint64_t seed);
   static Tensor Scalar(DType dtype, double value);
 
  private:
-  struct FreeDeleter { void operator()(void* p) const; };
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
   TensorType type_;
   std::shared_ptr<void> storage_;
 };
