@@ -36,7 +36,7 @@ httplib::Server::Handler Route(std::function<std::string()> make, const char* co
 HostPort ParseHostPort(const std::string& text, const std::string& flag) {
   auto bad = [&](const std::string& why) {
     return UserError(
-        fmt::format("{}: '{}' is not HOST:PORT ({}); for example 127.0.0.1:9464, or "
+        fmt::format("{}: '{}' is not HOST:PORT ({}); for example 127.0.0.1:7601, or "
                     "port 0 to pick a free one",
                     flag, text, why));
   };
