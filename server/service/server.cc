@@ -18,8 +18,8 @@ namespace fusetune::service {
 Server::Server(ServiceOptions options) : options_(std::move(options)) {
   store_ = std::make_unique<db::Store>(options_.db_path);
   tasks_ = std::make_unique<TaskManager>(*store_, board_, options_);
-  tuner_ = std::make_unique<TunerService>(*store_, *tasks_, options_, &metrics_);
-  hub_ = std::make_unique<WorkerHubService>(*store_, board_, options_, &metrics_);
+  tuner_ = std::make_unique<TunerService>(*store_, *tasks_, options_, metrics_);
+  hub_ = std::make_unique<WorkerHubService>(*store_, board_, options_, metrics_);
 }
 
 Server::~Server() { Shutdown(); }

@@ -154,7 +154,7 @@ grpc::Status TunerService::SubmitTune(grpc::ServerContext* context,
     Authenticate(*context);
     Submission submission = CheckSubmitTune(*request, options_);
     int64_t id = tasks_.Submit(submission, ClientLabel(*context, submission.client));
-    if (metrics_) metrics_->CountSubmittedTask();
+    metrics_.CountSubmittedTask();
     response->set_task_id(id);
     *response->mutable_status() = TaskStatusOf(ViewOrNotFound(id));
   });
@@ -281,14 +281,14 @@ grpc::Status TunerService::LookupBest(grpc::ServerContext* context,
   });
   // Answered lookups only: a refused request says nothing about the cache. Every region looked
   // up is a hit (its plan came back) or a miss; a graph's repeated regions count each time.
-  if (metrics_ && status.ok()) {
+  if (status.ok()) {
     int64_t hits = 0, misses = 0;
     if (request->query_case() == v1::LookupBestRequest::kRegionSignature) {
       (response->has_plan() ? hits : misses) = 1;
     } else {
       for (const v1::RegionResult& r : response->regions()) ++(r.cached() ? hits : misses);
     }
-    metrics_->ObserveLookup(
+    metrics_.ObserveLookup(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), hits,
         misses);
   }

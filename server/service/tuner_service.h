@@ -12,9 +12,9 @@ namespace fusetune::service {
 
 class TunerService final : public v1::Tuner::Service {
  public:
-  // `metrics` (optional) counts submissions and lookups.
+  // `metrics` counts submissions and lookups.
   TunerService(db::Store& store, TaskManager& tasks, const ServiceOptions& options,
-               ServiceMetrics* metrics = nullptr)
+               ServiceMetrics& metrics)
       : store_(store), tasks_(tasks), options_(options), metrics_(metrics) {}
 
   grpc::Status SubmitTune(grpc::ServerContext* context, const v1::SubmitTuneRequest* request,
@@ -43,7 +43,7 @@ class TunerService final : public v1::Tuner::Service {
   db::Store& store_;
   TaskManager& tasks_;
   const ServiceOptions& options_;
-  ServiceMetrics* metrics_;
+  ServiceMetrics& metrics_;
   LookupCache lookups_;
 };
 

@@ -1,5 +1,6 @@
 #include "server/service/worker_hub_service.h"
 
+#include <algorithm>
 #include <random>
 
 #include <fmt/format.h>
@@ -161,7 +162,7 @@ grpc::Status WorkerHubService::ReportResult(grpc::ServerContext* context,
       bool recorded = store_.FailJobAttempt(r.job_id(), r.worker_id(), r.failure().substr(0, 4096));
       response->set_accepted(recorded);
       if (recorded) {
-        if (metrics_) metrics_->CountFailedAttempt();
+        metrics_.CountFailedAttempt();
         std::optional<db::JobRecord> job = store_.FindJob(r.job_id());
         if (job && job->state == db::JobState::kFailed) board_.JobsFinished({r.job_id()});
         board_.NotifyWork();
@@ -185,15 +186,14 @@ grpc::Status WorkerHubService::ReportResult(grpc::ServerContext* context,
         case db::ReportOutcome::kDuplicate:
           response->set_duplicate(true);
           break;
-        case db::ReportOutcome::kCompleted:
+        case db::ReportOutcome::kCompleted: {
           response->set_accepted(true);
-          if (metrics_) {
-            int64_t ok = 0;
-            for (const PlanResult& plan : result.plans) ok += plan.ok ? 1 : 0;
-            metrics_->CountMeasurements(ok, static_cast<int64_t>(result.plans.size()) - ok);
-          }
+          int64_t ok = std::count_if(result.plans.begin(), result.plans.end(),
+                                     [](const PlanResult& plan) { return plan.ok; });
+          metrics_.CountMeasurements(ok, static_cast<int64_t>(result.plans.size()) - ok);
           board_.JobsFinished({r.job_id()});
           break;
+        }
       }
     }
     if (request->lease_next()) {

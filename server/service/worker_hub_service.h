@@ -17,9 +17,9 @@ namespace fusetune::service {
 
 class WorkerHubService final : public v1::WorkerHub::Service {
  public:
-  // `metrics` (optional) counts the measurements reported.
+  // `metrics` counts the measurements reported.
   WorkerHubService(db::Store& store, JobBoard& board, const ServiceOptions& options,
-                   ServiceMetrics* metrics = nullptr)
+                   ServiceMetrics& metrics)
       : store_(store), board_(board), options_(options), metrics_(metrics) {}
 
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
@@ -42,7 +42,7 @@ class WorkerHubService final : public v1::WorkerHub::Service {
   db::Store& store_;
   JobBoard& board_;
   const ServiceOptions& options_;
-  ServiceMetrics* metrics_;
+  ServiceMetrics& metrics_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::string> targets_;  // worker id -> fingerprint
 };
