@@ -5,6 +5,7 @@
 #include "client/commands.h"
 #include "client/logging.h"
 #include "ir/error.h"
+#include "ir/version.h"
 
 namespace fusetune::cli {
 namespace {
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
       "fusetune: decides which tensor operators to fuse by measuring them on this CPU.\n"
       "GRAPH is Relay text (.relay) or an ONNX model (.onnx)."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "fusetune 0.1.0");
+  app.set_version_flag("--version", std::string("fusetune ") + Version());
   cli::AddLoggingFlags(app);  // first: subcommands inherit its fall-through of the log flags
   cli::RegisterCheckCommand(app);
   cli::RegisterTuneCommand(app);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "ir/version.h"
 #include "proto/fusetune.grpc.pb.h"
 #include "worker/codegen/target.h"
 #include "worker/job_proto.h"
@@ -127,7 +128,7 @@ class Daemon {
       request.set_worker_id(worker_id_);
       *request.mutable_target() = target_;
       request.set_cores(cores_);
-      request.set_version("fusetune 0.1.0");
+      request.set_version(std::string("fusetune ") + Version());
       v1::RegisterResponse response;
       grpc::Status status = Stub()->Register(&context, request, &response);
       if (status.ok()) {

@@ -11,6 +11,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "db/store.h"
+#include "ir/version.h"
 
 namespace fusetune::service {
 namespace {
@@ -18,8 +19,6 @@ namespace {
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
-
-constexpr const char* kVersion = "0.1.0";
 
 // LookupBest answers from memory in tens of microseconds and from SQLite plus a graph parse in
 // milliseconds; a second is pathological.
@@ -93,7 +92,7 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
       .Name("fusetune_build_info")
       .Help("Always 1; the labels name the running build")
       .Register(r)
-      .Add({{"version", kVersion}})
+      .Add({{"version", Version()}})
       .Set(1);
   BuildGauge()
       .Name("fusetune_start_time_seconds")

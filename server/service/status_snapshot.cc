@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/version.h"
 #include "server/service/task_manager.h"
 
 namespace fusetune::service {
@@ -37,7 +38,7 @@ TaskRow RowOf(const db::TaskRecord& t) {
 
 StatusSnapshot TakeStatusSnapshot(db::Store& store, const TaskManager* tasks, int row_limit) {
   StatusSnapshot s;
-  s.version = "0.1.0";
+  s.version = Version();
   s.now_ms = db::NowMs();
   s.row_limit = row_limit;
   s.stats = store.QuickStats();  // no measurement counts: they scan the largest table

@@ -1,0 +1,7 @@
+#include "ir/version.h"
+
+namespace fusetune {
+
+const char* Version() { return FUSETUNE_VERSION; }
+
+}  // namespace fusetune
