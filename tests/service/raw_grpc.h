@@ -44,9 +44,7 @@ inline grpc::Status RawUnary(const std::shared_ptr<grpc::Channel>& channel,
   grpc::ByteBuffer reply;
   grpc::Status status;
   call->Finish(&reply, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  cq.Next(&tag, &ok);
+  Next(cq);
   if (status.ok()) *response = Bytes(reply);
   return status;
 }
