@@ -17,16 +17,17 @@
 namespace fusetune::codegen {
 namespace {
 
-// Runs out[i] = op(in[i]) (or in[i] ^ y for pow) through a generated vector kernel.
-std::vector<float> RunUnary(ScalarExpr expr, const std::vector<float>& in) {
+// Runs out[i] = op(in[i]) (or in[i] ^ y for pow) through a generated vector kernel of `lanes`.
+std::vector<float> RunUnary(ScalarExpr expr, const std::vector<float>& in, int lanes = 16) {
   Kernel k;
   k.name = "math";
   const int64_t n = static_cast<int64_t>(in.size());
   int x = k.AddParam("x", DType::kFloat32, n);
   int out = k.AddParam("out", DType::kFloat32, n);
   int i = k.NewVar("i");
-  k.body = kir::For(i, n, LoopKind::kVectorized,
-                    kir::Store(out, kir::Var(i), kir::Eval(expr, {kir::Load(x, kir::Var(i))})), 16);
+  k.body =
+      kir::For(i, n, LoopKind::kVectorized,
+               kir::Store(out, kir::Var(i), kir::Eval(expr, {kir::Load(x, kir::Var(i))})), lanes);
   Jit jit;
   auto module = jit.NewModule("math");
   LowerKernel(k, jit, *module, "math_kernel");
@@ -112,6 +113,19 @@ TEST(VectorMath, Exp) {
   EXPECT_EQ(got[5], 0.0f);
   EXPECT_TRUE(std::isnan(got[6]));
   std::printf("exp: max rel error %.3g\n", e.max_rel);
+}
+
+// Schedules may pick 8- or 4-wide vectors: exp (and the ops built on it) must compile there too
+// (AVX-512VL's scalef has no rounding operand, unlike the 512-bit one) and give the same values.
+TEST(VectorMath, ExpAtNarrowerWidths) {
+  const std::vector<float> in = Sample(-87.0f, 88.72f, 99991);
+  for (ScalarOp op : {ScalarOp::kExp, ScalarOp::kSigmoid, ScalarOp::kTanh}) {
+    const ScalarExpr expr = sx::Unary(op, sx::Arg(0, DType::kFloat32));
+    const std::vector<float> wide = RunUnary(expr, in, 16);
+    for (int lanes : {8, 4}) {
+      EXPECT_EQ(RunUnary(expr, in, lanes), wide) << ScalarOpName(op) << " at " << lanes << " lanes";
+    }
+  }
 }
 
 TEST(VectorMath, FastExp) {

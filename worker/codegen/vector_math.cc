@@ -3,6 +3,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <optional>
+#include <vector>
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
@@ -112,7 +113,10 @@ Value* ExpCore(llvm::IRBuilderBase& b, Value* x, bool fast) {
   if (auto scalef = Scalef(b, x)) {
     auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
     Value* all = b.getIntN(std::max(8u, vt->getNumElements()), -1);
-    return b.CreateIntrinsic(*scalef, {}, {y, n, y, all, b.getInt32(4)});
+    std::vector<Value*> args = {y, n, y, all};
+    // Only the 512-bit form takes a rounding operand (4: the current mode); the VL forms do not.
+    if (vt->getNumElements() == 16) args.push_back(b.getInt32(4));
+    return b.CreateIntrinsic(*scalef, {}, args);
   }
   // Without scalef: n beyond 127 cannot be built as one float, so clamp (inf via select below).
   return ScaleByPow2(b, y, Binary(b, llvm::Intrinsic::minnum, n, C(b, n, 128.0)));
