@@ -24,6 +24,7 @@
 #include "worker/codegen/jit.h"
 #include "worker/codegen/runtime/thread_pool.h"
 #include "worker/executor.h"
+#include "worker/output_check.h"
 
 namespace fusetune::cli {
 namespace {
@@ -116,7 +117,7 @@ void Run(const RunOptions& o) {
   executor.SetInputs(inputs);
   executor.Run();
   std::vector<Tensor> outputs = executor.Outputs();
-  double error = MaxAbsError(outputs, Interpret(graph, inputs));
+  double error = CompareOutputs(outputs, Interpret(graph, inputs)).max_abs_error;
   TimingOptions timing;
   timing.repeat = o.repeat;
   PlanProfile measured = executor.Measure(timing);

@@ -1,6 +1,5 @@
 #include "worker/executor.h"
 
-#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -115,22 +114,6 @@ PlanProfile PlanExecutor::Measure(const TimingOptions& options) {
   }
   result.total = TimeCalls([&] { Run(); }, options);
   return result;
-}
-
-double MaxAbsError(std::span<const Tensor> got, std::span<const Tensor> want) {
-  if (got.size() != want.size()) throw UserError("output counts differ");
-  double worst = 0;
-  for (size_t o = 0; o < got.size(); ++o) {
-    if (got[o].type() != want[o].type()) throw UserError("output types differ");
-    for (int64_t i = 0; i < got[o].size(); ++i) {
-      double a = got[o].Get(i), b = want[o].Get(i);
-      if (std::isnan(a) && std::isnan(b)) continue;
-      if (a == b) continue;  // equal infinities too
-      worst = std::max(worst, std::fabs(a - b));
-      if (std::isnan(worst)) worst = INFINITY;
-    }
-  }
-  return worst;
 }
 
 }  // namespace fusetune

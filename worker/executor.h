@@ -1,8 +1,8 @@
 #pragma once
 // Runs a whole graph under a Plan (ir/plan.h) as its sequence of JIT-compiled kernels, with one
 // buffer per value that crosses a kernel boundary (values inside a group are never stored).
-// Times each kernel and the whole sequence, and compares the graph outputs with the reference
-// interpreter. No LLVM header: code generation is behind worker/codegen/compile.h.
+// Times each kernel and the whole sequence; worker/output_check.h judges the outputs. No LLVM
+// header: code generation is behind worker/codegen/compile.h.
 #include <memory>
 #include <span>
 #include <string>
@@ -54,8 +54,5 @@ class PlanExecutor {
   std::vector<Step> steps_;
   std::vector<Tensor> values_;  // by ValueId: params, constants, and kernel outputs
 };
-
-// Largest |a - b| over every output (NaNs in the same place count as equal).
-double MaxAbsError(std::span<const Tensor> got, std::span<const Tensor> want);
 
 }  // namespace fusetune

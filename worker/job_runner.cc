@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <thread>
@@ -17,23 +16,10 @@
 #include "worker/codegen/jit.h"
 #include "worker/executor.h"
 #include "worker/job.h"
+#include "worker/output_check.h"
 
 namespace fusetune {
 namespace {
-
-// Tolerance against the reference interpreter: the float32 kernels differ from exact (double)
-// evaluation by rounding and by the polynomial math functions (relative errors below 1e-6), so
-// 1e-4 of each output's largest magnitude, plus a tiny absolute floor, separates honest rounding
-// from a wrong kernel by orders of magnitude.
-constexpr double kRelativeTolerance = 1e-4;
-constexpr double kAbsoluteTolerance = 1e-5;
-
-double MaxMagnitude(const Tensor& t) {
-  double m = 0;
-  for (int64_t i = 0; i < t.size(); ++i)
-    if (std::isfinite(t.Get(i))) m = std::max(m, std::fabs(t.Get(i)));
-  return m;
-}
 
 // FUSETUNE_TEST_INJECT=crash:OP|hang:OP|wrong:OP (see job.h): the fault this plan should show.
 std::string InjectedFault(const Graph& g, const Plan& plan) {
@@ -71,16 +57,13 @@ PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tens
     std::vector<Tensor> outputs = executor.Outputs();
     if (fault == "wrong" && !outputs.empty() && outputs[0].size() > 0)
       outputs[0].Set(0, outputs[0].Get(0) + 1.0);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      double error = MaxAbsDifference(outputs[i], reference[i]);
-      r.max_abs_error = std::max(r.max_abs_error, error);
-      double allowed = kAbsoluteTolerance + kRelativeTolerance * MaxMagnitude(reference[i]);
-      if (!(error <= allowed)) {
-        r.reason = fmt::format(
-            "wrong result: output {} differs from the reference by {:.3g} (allowed {:.3g})", i,
-            error, allowed);
-        return r;
-      }
+    const OutputComparison check = CompareOutputs(outputs, reference);
+    r.max_abs_error = check.max_abs_error;
+    if (!check.ok()) {
+      r.reason = fmt::format(
+          "wrong result: output {} differs from the reference by {:.3g} (allowed {:.3g})",
+          check.wrong_output, check.wrong_error, check.allowed);
+      return r;
     }
     stage = "timing";
     PlanProfile profile = executor.Measure(job.timing);
