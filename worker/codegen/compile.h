@@ -43,8 +43,8 @@ struct CompileOptions {
   int threads = 0;  // threads the kernel will run with (matmul blocking); 0: the runtime's current
 };
 
-// The kernel IR of a non-matmul group (kMatmul: the loop-nest fallback). Throws UserError on a
-// bad schedule knob or a group the templates do not handle.
+// The kernel IR of a non-matmul group (the matmul template emits LLVM IR directly, so a kMatmul
+// group is a UserError, as are a bad schedule knob and a group the templates do not handle).
 Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                         const TargetInfo& target, const std::string& name);
 
@@ -57,8 +57,5 @@ std::unique_ptr<JitModule> EmitGroupModule(const Graph& graph, const FusedGroup&
 std::unique_ptr<CompiledKernel> CompileGroup(const Graph& graph, const FusedGroup& group,
                                              const Schedule& schedule, Jit& jit,
                                              const CompileOptions& options = {});
-
-// Whether kMatmul groups use the register-blocked template (false: loop-nest fallback).
-bool HasMatmulTemplate();
 
 }  // namespace fusetune::codegen
