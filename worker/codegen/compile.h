@@ -1,7 +1,8 @@
 #pragma once
 // Fused group -> running kernel: template (by GroupTemplate) -> kernel IR -> LLVM IR -> O3 ->
-// ORC JIT. The kernel follows kernel_abi.h: buffers = group inputs then outputs. No LLVM header
-// here, so the executor and tools use it without LLVM's include path.
+// ORC JIT; the matmul template skips the kernel IR and emits LLVM IR directly. The kernel follows
+// kernel_abi.h: buffers = group inputs then outputs. No LLVM header here, so the executor and
+// tools use it without LLVM's include path.
 #include <memory>
 #include <string>
 
@@ -15,7 +16,7 @@
 namespace fusetune::codegen {
 
 struct CompileTimes {
-  double lower_ms = 0;     // template + kernel IR + LLVM IR
+  double lower_ms = 0;     // template to LLVM IR (through the kernel IR, except for matmul)
   double optimize_ms = 0;  // the O3 pipeline
   double codegen_ms = 0;   // instruction selection and JIT linking (first lookup)
   double total_ms() const { return lower_ms + optimize_ms + codegen_ms; }
