@@ -37,19 +37,24 @@ std::string InjectedFault(const Graph& g, const Plan& plan) {
   return "";
 }
 
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tensor> inputs,
                    const std::vector<Tensor>& reference, const MeasureJob& job, codegen::Jit& jit) {
   PlanResult r;
   r.name = job_plan.name;
   std::string stage = "compile";
+  auto start = std::chrono::steady_clock::now();
   try {
     Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
     const std::string fault = InjectedFault(g, plan);
-    auto start = std::chrono::steady_clock::now();
     PlanExecutor executor(g, plan, jit, job.threads);
-    r.compile_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    r.compile_ms = MsSince(start);
     stage = "run";
+    start = std::chrono::steady_clock::now();
     executor.SetInputs(inputs);
     if (fault == "crash") std::raise(SIGSEGV);
     if (fault == "hang") std::this_thread::sleep_for(std::chrono::hours(24));
@@ -59,6 +64,7 @@ PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tens
       outputs[0].Set(0, outputs[0].Get(0) + 1.0);
     const OutputComparison check = CompareOutputs(outputs, reference);
     r.max_abs_error = check.max_abs_error;
+    r.check_ms = MsSince(start);
     if (!check.ok()) {
       r.reason = fmt::format(
           "wrong result: output {} differs from the reference by {:.3g} (allowed {:.3g})",
@@ -66,7 +72,9 @@ PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tens
       return r;
     }
     stage = "timing";
+    start = std::chrono::steady_clock::now();
     PlanProfile profile = executor.Measure(job.timing);
+    r.timing_ms = MsSince(start);
     r.median_us = profile.total.median_us;
     r.min_us = profile.total.min_us;
     r.stddev_us = profile.total.stddev_us;
@@ -77,6 +85,8 @@ PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tens
   } catch (const std::exception& e) {
     r.ok = false;
     r.reason = fmt::format("{} error: {}", stage, e.what());
+    (stage == "compile" ? r.compile_ms : stage == "run" ? r.check_ms : r.timing_ms) =
+        MsSince(start);
   }
   return r;
 }
@@ -84,15 +94,28 @@ PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tens
 }  // namespace
 
 JobResult RunJob(const MeasureJob& job) {
+  const auto job_start = std::chrono::steady_clock::now();
   JobResult result;
   result.id = job.id;
+  JobPhases& phases = result.phases;
+  auto start = job_start;
   Graph g = ParseRelay(job.graph_text, fmt::format("job {}", job.id));
+  phases.parse_ms = MsSince(start);
+  start = std::chrono::steady_clock::now();
   std::vector<Tensor> inputs = RandomInputs(g, job.seed);
   std::vector<Tensor> reference = Interpret(g, inputs);
+  phases.reference_ms = MsSince(start);
+  start = std::chrono::steady_clock::now();
   codegen::Jit jit;
   result.target = jit.target().Fingerprint();
-  for (const JobPlan& plan : job.plans)
+  phases.setup_ms = MsSince(start);
+  for (const JobPlan& plan : job.plans) {
     result.plans.push_back(RunPlan(g, plan, inputs, reference, job, jit));
+    phases.compile_ms += result.plans.back().compile_ms;
+    phases.check_ms += result.plans.back().check_ms;
+    phases.timing_ms += result.plans.back().timing_ms;
+  }
+  phases.total_ms = MsSince(job_start);
   return result;
 }
 

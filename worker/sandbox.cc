@@ -91,11 +91,20 @@ void Sandbox::Stop() {
 }
 
 JobResult Sandbox::Run(const MeasureJob& job) {
+  const auto start = std::chrono::steady_clock::now();
+  // The parent's own share of the job: what the child did not account for.
+  auto with_overhead = [&](JobResult result) {
+    double wall =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    result.phases.sandbox_ms = std::max(0.0, wall - result.phases.total_ms);
+    return result;
+  };
   JobResult result = RunOnce(job);
   bool all_failed = !result.plans.empty();
   for (const PlanResult& t : result.plans)
     all_failed &= !t.ok && t.reason == result.plans[0].reason;
-  if (!all_failed || job.plans.size() < 2 || !child_died_) return result;
+  if (!all_failed || job.plans.size() < 2 || !child_died_) return with_overhead(std::move(result));
   // The child died (or hung) somewhere in the job: run each plan alone, so one crashing kernel
   // fails only its own plan.
   JobResult merged;
@@ -106,8 +115,9 @@ JobResult Sandbox::Run(const MeasureJob& job) {
     JobResult one = RunOnce(single);
     if (merged.target.empty()) merged.target = one.target;
     merged.plans.push_back(one.plans.at(0));
+    merged.phases += one.phases;
   }
-  return merged;
+  return with_overhead(std::move(merged));
 }
 
 JobResult Sandbox::RunOnce(const MeasureJob& job) {
