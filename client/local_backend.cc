@@ -15,8 +15,11 @@ double MsBetween(std::chrono::steady_clock::time_point a, std::chrono::steady_cl
 
 LocalBackend::~LocalBackend() {
   if (jobs_run_ == 0) return;
-  spdlog::debug("measurement: {} jobs in {:.0f} ms, the tuner between batches {:.0f} ms; {}",
-                jobs_run_, jobs_ms_, between_ms_, DescribePhases(total_));
+  spdlog::debug(
+      "measurement: {} jobs in {:.0f} ms, the tuner between batches {:.0f} ms; {}; kernels "
+      "compiled {}, reused {}; reference nodes evaluated {}",
+      jobs_run_, jobs_ms_, between_ms_, DescribePhases(total_), reuse_.kernels_compiled,
+      reuse_.kernels_reused, reuse_.reference_nodes_evaluated);
 }
 
 std::string LocalBackend::TargetFingerprint() { return codegen::HostTarget().Fingerprint(); }
@@ -31,6 +34,7 @@ std::vector<JobResult> LocalBackend::RunJobs(const std::vector<MeasureJob>& jobs
   for (const MeasureJob& job : jobs) {
     results.push_back(sandbox_.Run(job));
     batch += results.back().phases;
+    reuse_ += results.back().reuse;
     if (on_done) on_done(results.size());
   }
   const auto end = std::chrono::steady_clock::now();

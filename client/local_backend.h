@@ -23,6 +23,7 @@ class LocalBackend : public MeasurementBackend {
  private:
   Sandbox sandbox_;
   JobPhases total_;  // over every job so far
+  JobReuse reuse_;
   double jobs_ms_ = 0, between_ms_ = 0;
   size_t jobs_run_ = 0;
   std::optional<std::chrono::steady_clock::time_point> last_batch_end_;

@@ -223,8 +223,7 @@ class Daemon {
 
   v1::MeasurementResult RunOne(const v1::MeasurementJob& message) {
     auto start = std::chrono::steady_clock::now();
-    const double idle_ms =
-        std::chrono::duration<double, std::milli>(start - last_job_end_).count();
+    const double idle_ms = std::chrono::duration<double, std::milli>(start - last_job_end_).count();
     v1::MeasurementResult out;
     try {
       MeasureJob job = JobFromProto(message);

@@ -13,12 +13,14 @@ namespace fusetune {
 struct PlanExecutor::Step {
   FusedGroup group;
   Schedule schedule;
-  std::unique_ptr<codegen::CompiledKernel> kernel;
+  std::shared_ptr<const codegen::CompiledKernel> kernel;
   std::vector<void*> buffers;  // group inputs, then outputs (kernel_abi.h)
 };
 
-PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads)
+PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
+                           KernelCache* kernels)
     : graph_(graph), plan_(plan), threads_(threads) {
+  const codegen::CompileOptions options{.opt_level = 3, .threads = threads};
   ValidatePlan(graph, plan);
   runtime::SetNumThreads(threads);
   values_.resize(graph.values().size());
@@ -33,8 +35,17 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
     Step step;
     step.group = *group;
     step.schedule = pg.schedule;
-    step.kernel = codegen::CompileGroup(graph, step.group, pg.schedule, jit,
-                                        {.opt_level = 3, .threads = threads});
+    std::string key;
+    if (kernels) {
+      key = KernelKey(graph, step.group, pg.schedule, jit.target().Fingerprint(), threads,
+                      options.opt_level);
+      step.kernel = kernels->Find(key);
+    }
+    if (!step.kernel) {
+      step.kernel = codegen::CompileGroup(graph, step.group, pg.schedule, jit, options);
+      ++compiled_;
+      if (kernels) kernels->Put(key, step.kernel);
+    }
     for (ValueId out : step.group.outputs) values_[out] = Tensor(graph.value(out).type);
     steps_.push_back(std::move(step));
   }

@@ -12,6 +12,7 @@
 #include "ir/plan.h"
 #include "ir/tensor.h"
 #include "worker/codegen/compile.h"
+#include "worker/kernel_cache.h"
 #include "worker/timing.h"
 
 namespace fusetune {
@@ -31,8 +32,10 @@ struct PlanProfile {
 class PlanExecutor {
  public:
   // Validates the plan and compiles every group for `threads` threads (which it also sets on the
-  // runtime pool). Throws UserError for a bad plan or a group the code generator refuses.
-  PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads);
+  // runtime pool), taking the kernels `kernels` already holds from there and adding the others.
+  // Throws UserError for a bad plan or a group the code generator refuses.
+  PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
+               KernelCache* kernels = nullptr);
   ~PlanExecutor();
 
   // Parameter values, in either form ir/interpreter.h accepts (one per parameter, or one per
@@ -45,6 +48,7 @@ class PlanExecutor {
   PlanProfile Measure(const TimingOptions& options);
 
   int num_kernels() const;
+  int num_compiled() const { return compiled_; }  // kernels not found in the cache
 
  private:
   struct Step;
@@ -53,6 +57,7 @@ class PlanExecutor {
   int threads_;
   std::vector<Step> steps_;
   std::vector<Tensor> values_;  // by ValueId: params, constants, and kernel outputs
+  int compiled_ = 0;
 };
 
 }  // namespace fusetune

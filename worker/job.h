@@ -84,11 +84,26 @@ inline JobPhases& operator+=(JobPhases& total, const JobPhases& part) {
 // "parse 1.2 ms, reference 30.0 ms, ..." for logs: every figure that is not zero.
 std::string DescribePhases(const JobPhases& phases);
 
+// What the job found ready in the worker's caches (worker/job_runner.h) and what it had to make.
+struct JobReuse {
+  int kernels_compiled = 0;
+  int kernels_reused = 0;
+  int reference_nodes_evaluated = 0;  // 0: every reference output was kept from earlier jobs
+};
+
+inline JobReuse& operator+=(JobReuse& total, const JobReuse& part) {
+  total.kernels_compiled += part.kernels_compiled;
+  total.kernels_reused += part.kernels_reused;
+  total.reference_nodes_evaluated += part.reference_nodes_evaluated;
+  return total;
+}
+
 struct JobResult {
   int64_t id = 0;
   std::string target;  // fingerprint of the machine that measured
   std::vector<PlanResult> plans;
   JobPhases phases;
+  JobReuse reuse;
 };
 
 std::string JobToJson(const MeasureJob& job);
@@ -98,9 +113,5 @@ JobResult ResultFromJson(const std::string& json);  // throws UserError
 
 // Every plan of `job` marked failed with `reason` (a crash or timeout of the sandbox).
 JobResult FailedResult(const MeasureJob& job, const std::string& reason);
-
-// Runs the job in this process: parse, compile every group, check every plan's outputs against
-// the reference interpreter, time. Never throws for a bad kernel: that is a failed PlanResult.
-JobResult RunJob(const MeasureJob& job);
 
 }  // namespace fusetune

@@ -72,7 +72,12 @@ std::string ResultToJson(const JobResult& r) {
                      {"kernel_us", p.kernel_us}});
   json phases = json::object();
   for (const PhaseField& f : kPhaseFields) phases[f.name] = r.phases.*f.figure;
-  return json{{"id", r.id}, {"target", r.target}, {"plans", plans}, {"phases", phases}}.dump();
+  json reuse = {{"kernels_compiled", r.reuse.kernels_compiled},
+                {"kernels_reused", r.reuse.kernels_reused},
+                {"reference_nodes_evaluated", r.reuse.reference_nodes_evaluated}};
+  return json{
+      {"id", r.id}, {"target", r.target}, {"plans", plans}, {"phases", phases}, {"reuse", reuse}}
+      .dump();
 }
 
 JobResult ResultFromJson(const std::string& text) {
@@ -101,6 +106,12 @@ JobResult ResultFromJson(const std::string& text) {
     if (j.contains("phases")) {  // results stored by earlier versions have none
       const json& f = j["phases"];
       for (const PhaseField& p : kPhaseFields) r.phases.*p.figure = f.value(p.name, 0.0);
+    }
+    if (j.contains("reuse")) {
+      const json& u = j["reuse"];
+      r.reuse.kernels_compiled = u.value("kernels_compiled", 0);
+      r.reuse.kernels_reused = u.value("kernels_reused", 0);
+      r.reuse.reference_nodes_evaluated = u.value("reference_nodes_evaluated", 0);
     }
     return r;
   } catch (const json::exception& e) {

@@ -126,6 +126,9 @@ v1::MeasurementResult ResultToProto(const JobResult& result) {
   v1::JobPhases* phases = m.mutable_phases();
   for (const PhaseField& f : kPhaseFields)
     phases->GetReflection()->SetDouble(phases, ProtoPhaseField(f.name), result.phases.*f.figure);
+  m.mutable_reuse()->set_kernels_compiled(result.reuse.kernels_compiled);
+  m.mutable_reuse()->set_kernels_reused(result.reuse.kernels_reused);
+  m.mutable_reuse()->set_reference_nodes_evaluated(result.reuse.reference_nodes_evaluated);
   return m;
 }
 
@@ -175,6 +178,13 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
     CheckFigure(value, fmt::format("result.phases.{}", f.name));
     r.phases.*f.figure = value;
   }
+  const v1::JobReuse& reuse = m.reuse();
+  if (reuse.kernels_compiled() < 0 || reuse.kernels_reused() < 0 ||
+      reuse.reference_nodes_evaluated() < 0)
+    throw UserError("result.reuse: counts must not be negative");
+  r.reuse.kernels_compiled = reuse.kernels_compiled();
+  r.reuse.kernels_reused = reuse.kernels_reused();
+  r.reuse.reference_nodes_evaluated = reuse.reference_nodes_evaluated();
   return r;
 }
 

@@ -1,6 +1,6 @@
-// Runs a measurement job in this process (see job.h): the graph's reference outputs once, then
-// each plan compiled, checked against them and timed. A kernel that cannot be compiled or that
-// computes a wrong result is a failed PlanResult with its reason, never a time.
+// Runs measurement jobs in this process (job_runner.h): the graph's reference outputs (from the
+// cache where it has them), then each plan compiled (or found compiled), checked against them and
+// timed.
 #include <unistd.h>
 
 #include <chrono>
@@ -15,7 +15,7 @@
 #include "ir/text/relay_parser.h"
 #include "worker/codegen/jit.h"
 #include "worker/executor.h"
-#include "worker/job.h"
+#include "worker/job_runner.h"
 #include "worker/output_check.h"
 
 namespace fusetune {
@@ -42,8 +42,17 @@ double MsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tensor> inputs,
-                   const std::vector<Tensor>& reference, const MeasureJob& job, codegen::Jit& jit) {
+struct PlanRun {
+  const Graph& graph;
+  const MeasureJob& job;
+  std::span<const Tensor> inputs;
+  const std::vector<Tensor>& reference;
+  codegen::Jit& jit;
+  KernelCache& kernels;
+};
+
+PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, JobReuse& reuse) {
+  const Graph& g = run.graph;
   PlanResult r;
   r.name = job_plan.name;
   std::string stage = "compile";
@@ -51,18 +60,20 @@ PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tens
   try {
     Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
     const std::string fault = InjectedFault(g, plan);
-    PlanExecutor executor(g, plan, jit, job.threads);
+    PlanExecutor executor(g, plan, run.jit, run.job.threads, &run.kernels);
     r.compile_ms = MsSince(start);
+    reuse.kernels_compiled += executor.num_compiled();
+    reuse.kernels_reused += executor.num_kernels() - executor.num_compiled();
     stage = "run";
     start = std::chrono::steady_clock::now();
-    executor.SetInputs(inputs);
+    executor.SetInputs(run.inputs);
     if (fault == "crash") std::raise(SIGSEGV);
     if (fault == "hang") std::this_thread::sleep_for(std::chrono::hours(24));
     executor.Run();
     std::vector<Tensor> outputs = executor.Outputs();
     if (fault == "wrong" && !outputs.empty() && outputs[0].size() > 0)
       outputs[0].Set(0, outputs[0].Get(0) + 1.0);
-    const OutputComparison check = CompareOutputs(outputs, reference);
+    const OutputComparison check = CompareOutputs(outputs, run.reference);
     r.max_abs_error = check.max_abs_error;
     r.check_ms = MsSince(start);
     if (!check.ok()) {
@@ -73,7 +84,7 @@ PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tens
     }
     stage = "timing";
     start = std::chrono::steady_clock::now();
-    PlanProfile profile = executor.Measure(job.timing);
+    PlanProfile profile = executor.Measure(run.job.timing);
     r.timing_ms = MsSince(start);
     r.median_us = profile.total.median_us;
     r.min_us = profile.total.min_us;
@@ -85,15 +96,19 @@ PlanResult RunPlan(const Graph& g, const JobPlan& job_plan, std::span<const Tens
   } catch (const std::exception& e) {
     r.ok = false;
     r.reason = fmt::format("{} error: {}", stage, e.what());
-    (stage == "compile" ? r.compile_ms : stage == "run" ? r.check_ms : r.timing_ms) =
-        MsSince(start);
+    (stage == "compile" ? r.compile_ms
+     : stage == "run"   ? r.check_ms
+                        : r.timing_ms) = MsSince(start);
   }
   return r;
 }
 
 }  // namespace
 
-JobResult RunJob(const MeasureJob& job) {
+JobRunner::JobRunner() = default;
+JobRunner::~JobRunner() = default;
+
+JobResult JobRunner::Run(const MeasureJob& job) {
   const auto job_start = std::chrono::steady_clock::now();
   JobResult result;
   result.id = job.id;
@@ -102,18 +117,20 @@ JobResult RunJob(const MeasureJob& job) {
   Graph g = ParseRelay(job.graph_text, fmt::format("job {}", job.id));
   phases.parse_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
-  std::vector<Tensor> inputs = RandomInputs(g, job.seed);
-  std::vector<Tensor> reference = Interpret(g, inputs);
+  ReferenceCache::Reference reference = references_.Get(g, job.seed);
   phases.reference_ms = MsSince(start);
+  result.reuse.reference_nodes_evaluated = reference.evaluated;
   start = std::chrono::steady_clock::now();
-  codegen::Jit jit;
-  result.target = jit.target().Fingerprint();
+  if (!jit_) jit_ = std::make_unique<codegen::Jit>();
+  result.target = jit_->target().Fingerprint();
   phases.setup_ms = MsSince(start);
+  const PlanRun run{g, job, reference.inputs, reference.outputs, *jit_, kernels_};
   for (const JobPlan& plan : job.plans) {
-    result.plans.push_back(RunPlan(g, plan, inputs, reference, job, jit));
-    phases.compile_ms += result.plans.back().compile_ms;
-    phases.check_ms += result.plans.back().check_ms;
-    phases.timing_ms += result.plans.back().timing_ms;
+    result.plans.push_back(RunPlan(run, plan, result.reuse));
+    const PlanResult& r = result.plans.back();
+    phases.compile_ms += r.compile_ms;
+    phases.check_ms += r.check_ms;
+    phases.timing_ms += r.timing_ms;
   }
   phases.total_ms = MsSince(job_start);
   return result;
