@@ -1,5 +1,6 @@
 #include "worker/executor.h"
 
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -110,7 +111,7 @@ std::vector<Tensor> PlanExecutor::Outputs() const {
   return outs;
 }
 
-PlanProfile PlanExecutor::Measure(const TimingOptions& options) {
+PlanProfile PlanExecutor::Measure(const TimingOptions& options, KernelTimes kernel_times) {
   runtime::SetNumThreads(threads_);
   PlanProfile result;
   for (Step& step : steps_) {
@@ -118,12 +119,35 @@ PlanProfile PlanExecutor::Measure(const TimingOptions& options) {
     k.nodes = step.group.nodes;
     k.schedule = step.schedule;
     k.compile = step.kernel->times();
-    void** buffers = step.buffers.data();
-    const codegen::CompiledKernel* kernel = step.kernel.get();
-    k.timing = TimeCalls([&] { kernel->Run(buffers); }, options);
     result.kernels.push_back(std::move(k));
   }
+  if (steps_.size() != 1 && kernel_times == KernelTimes::kSeparately) {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      void** buffers = steps_[i].buffers.data();
+      const codegen::CompiledKernel* kernel = steps_[i].kernel.get();
+      result.kernels[i].timing = TimeCalls([&] { kernel->Run(buffers); }, options);
+    }
+  }
   result.total = TimeCalls([&] { Run(); }, options);
+  if (steps_.size() == 1) {
+    result.kernels[0].timing = result.total;
+  } else if (kernel_times == KernelTimes::kInSequence) {
+    using Clock = std::chrono::steady_clock;
+    std::vector<Clock::duration> spent(steps_.size(), Clock::duration::zero());
+    const int number = std::max(1, result.total.number);
+    for (int call = 0; call < number; ++call) {
+      Clock::time_point before = Clock::now();
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        steps_[i].kernel->Run(steps_[i].buffers.data());
+        Clock::time_point after = Clock::now();
+        spent[i] += after - before;
+        before = after;
+      }
+    }
+    for (size_t i = 0; i < steps_.size(); ++i)
+      result.kernels[i].timing =
+          Summarize({std::chrono::duration<double, std::micro>(spent[i]).count() / number}, number);
+  }
   return result;
 }
 

@@ -45,7 +45,15 @@ class PlanExecutor {
   void Run();
   // The graph's outputs after Run (copies).
   std::vector<Tensor> Outputs() const;
-  PlanProfile Measure(const TimingOptions& options);
+  // Times the whole sequence, and each kernel as `kernel_times` says. A plan of one kernel is
+  // timed once: its kernel's figure is the whole's.
+  enum class KernelTimes {
+    kSeparately,  // each kernel alone, like the whole (`fusetune run`'s per-kernel figures)
+    kInSequence,  // from clock reads between the kernels in one more repeat of the whole (jobs,
+                  // where only the whole decides and the kernels' figures are for calibration)
+  };
+  PlanProfile Measure(const TimingOptions& options,
+                      KernelTimes kernel_times = KernelTimes::kSeparately);
 
   int num_kernels() const;
   int num_compiled() const { return compiled_; }  // kernels not found in the cache

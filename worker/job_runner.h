@@ -3,6 +3,9 @@
 // what a later job can reuse: one JIT, the compiled kernels (worker/kernel_cache.h) and the
 // reference values (worker/reference_cache.h). The sandbox child holds one for as long as it
 // lives; a crash takes the caches with it, and the next child starts empty.
+//
+// Timing is the worker's choice within what the job asks (repeat length, at most `repeat`
+// repeats): adaptive, and racing the plans of one job against each other (JobTiming).
 #include <memory>
 
 #include "worker/job.h"
@@ -14,6 +17,10 @@ namespace fusetune {
 namespace codegen {
 class Jit;
 }
+
+// The timing of a job's plans: the job's warm-up, repeat length and most repeats; adaptive from
+// 3 repeats; racing against `best_us`, the fastest plan of the job so far (0: none yet).
+TimingOptions JobTiming(const TimingOptions& asked, double best_us);
 
 class JobRunner {
  public:
