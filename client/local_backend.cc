@@ -1,5 +1,6 @@
 #include "client/local_backend.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "worker/codegen/target.h"
@@ -33,6 +34,13 @@ std::vector<JobResult> LocalBackend::RunJobs(const std::vector<MeasureJob>& jobs
   JobPhases batch;
   for (const MeasureJob& job : jobs) {
     results.push_back(sandbox_.Run(job));
+    if (spdlog::should_log(spdlog::level::trace)) {
+      std::string plans;
+      for (const PlanResult& p : results.back().plans)
+        plans += fmt::format("; {} {:.1f} us x{}x{} (compile {:.0f} ms, timing {:.0f} ms)", p.name,
+                             p.median_us, p.number, p.repeat, p.compile_ms, p.timing_ms);
+      spdlog::trace("job {}: {}{}", job.id, DescribePhases(results.back().phases), plans);
+    }
     batch += results.back().phases;
     reuse_ += results.back().reuse;
     if (on_done) on_done(results.size());

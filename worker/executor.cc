@@ -132,21 +132,29 @@ PlanProfile PlanExecutor::Measure(const TimingOptions& options, KernelTimes kern
   if (steps_.size() == 1) {
     result.kernels[0].timing = result.total;
   } else if (kernel_times == KernelTimes::kInSequence) {
+    // A few passes of `number` calls of the whole, with a clock read after each kernel; each
+    // kernel's figure is the median of its per-call times over the passes.
     using Clock = std::chrono::steady_clock;
-    std::vector<Clock::duration> spent(steps_.size(), Clock::duration::zero());
+    constexpr int kPasses = 3;
     const int number = std::max(1, result.total.number);
-    for (int call = 0; call < number; ++call) {
-      Clock::time_point before = Clock::now();
-      for (size_t i = 0; i < steps_.size(); ++i) {
-        steps_[i].kernel->Run(steps_[i].buffers.data());
-        Clock::time_point after = Clock::now();
-        spent[i] += after - before;
-        before = after;
+    std::vector<std::vector<double>> per_pass(steps_.size());
+    for (int pass = 0; pass < kPasses; ++pass) {
+      std::vector<Clock::duration> spent(steps_.size(), Clock::duration::zero());
+      for (int call = 0; call < number; ++call) {
+        Clock::time_point before = Clock::now();
+        for (size_t i = 0; i < steps_.size(); ++i) {
+          steps_[i].kernel->Run(steps_[i].buffers.data());
+          Clock::time_point after = Clock::now();
+          spent[i] += after - before;
+          before = after;
+        }
       }
+      for (size_t i = 0; i < steps_.size(); ++i)
+        per_pass[i].push_back(std::chrono::duration<double, std::micro>(spent[i]).count() /
+                              number);
     }
     for (size_t i = 0; i < steps_.size(); ++i)
-      result.kernels[i].timing =
-          Summarize({std::chrono::duration<double, std::micro>(spent[i]).count() / number}, number);
+      result.kernels[i].timing = Summarize(std::move(per_pass[i]), number);
   }
   return result;
 }

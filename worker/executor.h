@@ -49,8 +49,9 @@ class PlanExecutor {
   // timed once: its kernel's figure is the whole's.
   enum class KernelTimes {
     kSeparately,  // each kernel alone, like the whole (`fusetune run`'s per-kernel figures)
-    kInSequence,  // from clock reads between the kernels in one more repeat of the whole (jobs,
-                  // where only the whole decides and the kernels' figures are for calibration)
+    kInSequence,  // from clock reads between the kernels in three more passes of the whole
+                  // (jobs, where only the whole decides and the kernels' figures are for
+                  // calibration)
   };
   PlanProfile Measure(const TimingOptions& options,
                       KernelTimes kernel_times = KernelTimes::kSeparately);

@@ -42,11 +42,11 @@ double MsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// How much a job's timing may adapt: at least this many repeats, and then stop once they agree
-// within this fraction of their median. Repeats of >= 10 ms on a quiet core agree within ~1%, so
-// most timings stop at 3 instead of 5; a noisy core still gets every repeat the job allows.
+// How much a job's timing may adapt: at least this many repeats, and then stop once a majority of
+// them lie within this fraction of their median. Repeats of >= 10 ms on a quiet core agree within
+// ~1%, so most timings stop at 3 instead of 5; a noisy core still gets every repeat the job allows.
 constexpr int kMinRepeats = 3;
-constexpr double kAgreement = 0.03;
+constexpr double kAgreement = 0.02;
 // Racing: a plan whose fastest repeat, after two, is still 10% slower than the best plan's median
 // cannot be the best, and more repeats would only refine a figure nobody picks.
 constexpr int kRaceAfter = 2;
@@ -118,6 +118,8 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
 
 TimingOptions JobTiming(const TimingOptions& asked, double best_us) {
   TimingOptions t = asked;
+  // The check has just run the plan once: one warm-up call fewer.
+  t.warmup = std::max(0, asked.warmup - 1);
   t.min_repeat = std::min(kMinRepeats, std::max(1, asked.repeat));
   t.tolerance = kAgreement;
   t.race_us = best_us;

@@ -21,8 +21,8 @@ bool Enough(const std::vector<double>& samples, const TimingOptions& o, bool* ra
   const int n = static_cast<int>(samples.size());
   if (n >= std::max(1, o.repeat)) return true;
   if (o.min_repeat <= 0) return false;
-  auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
-  if (o.race_us > 0 && n >= o.race_after && *lo > o.race_us * (1.0 + o.race_margin)) {
+  const double fastest = *std::min_element(samples.begin(), samples.end());
+  if (o.race_us > 0 && n >= o.race_after && fastest > o.race_us * (1.0 + o.race_margin)) {
     *raced = true;
     return true;
   }
@@ -30,7 +30,10 @@ bool Enough(const std::vector<double>& samples, const TimingOptions& o, bool* ra
   std::vector<double> sorted = samples;
   std::sort(sorted.begin(), sorted.end());
   const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  return *hi - *lo <= o.tolerance * median;
+  const auto agreeing = std::count_if(sorted.begin(), sorted.end(), [&](double s) {
+    return std::fabs(s - median) <= o.tolerance * median;
+  });
+  return 2 * agreeing > n;
 }
 
 }  // namespace

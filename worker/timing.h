@@ -5,10 +5,11 @@
 // deviation. Optionally the caches are flushed before each repeat (then `number` stays 1 so every
 // timed call starts cold).
 //
-// Adaptive (min_repeat > 0): after `min_repeat` repeats, timing stops as soon as the repeats agree
-// within `tolerance` (max - min against the median), or, racing, as soon as even the fastest
-// repeat is slower than `race_us` by `race_margin` (a call that cannot be the best); it never
-// takes more than `repeat` repeats. Otherwise exactly `repeat` repeats.
+// Adaptive (min_repeat > 0): after `min_repeat` repeats, timing stops as soon as a majority of the
+// repeats lie within `tolerance` of their median (so one repeat disturbed by another process does
+// not cost more repeats: the median ignores it), or, racing, as soon as even the fastest repeat is
+// slower than `race_us` by `race_margin` (a call that cannot be the best); it never takes more
+// than `repeat` repeats. Otherwise exactly `repeat` repeats.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -23,7 +24,7 @@ struct TimingOptions {
   bool flush_cache = false;
   // Adaptive stopping (not sent with jobs: the worker sets it, see worker/job_runner.cc).
   int min_repeat = 0;       // 0: always `repeat` repeats
-  double tolerance = 0.02;  // repeats agree when (max - min) / median is at most this
+  double tolerance = 0.02;  // relative distance from the median within which repeats agree
   double race_us = 0;       // > 0: the best time known for the same work
   double race_margin = 0.10;
   int race_after = 2;  // repeats before racing may stop

@@ -46,13 +46,33 @@ TEST(Timing, AdaptiveStopsWhenRepeatsAgree) {
   int calls = 0;
   TimingOptions o = Quick();
   o.min_repeat = 3;
-  o.tolerance = 10.0;  // any three repeats agree
+  o.tolerance = 10.0;  // any repeats agree
   Timing t = TimeCalls(Busy(20, &calls), o);
   EXPECT_EQ(t.repeat, 3);
   // The run that found `number` is the first repeat: warm-up, growing runs, two more repeats.
   EXPECT_GE(calls, 1 + 3 * t.number);
   o.tolerance = -1;  // never agree: every repeat the options allow
   EXPECT_EQ(TimeCalls(Busy(20, &calls), o).repeat, 7);
+}
+
+TEST(Timing, OneDisturbedRepeatCostsNoMoreRepeats) {
+  // One call per repeat; the second repeat's call is three times slower (another process took the
+  // core). The other two agree with their median: enough.
+  int calls = 0;
+  auto disturbed = [&] {
+    ++calls;
+    const double us = calls == 3 ? 600 : 200;  // call 1 is the warm-up
+    auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  TimingOptions o = Quick();
+  o.number = 1;
+  o.min_repeat = 3;
+  o.tolerance = 0.2;
+  Timing t = TimeCalls(disturbed, o);
+  EXPECT_EQ(t.repeat, 3);
+  EXPECT_LT(t.median_us, 400.0);
 }
 
 TEST(Timing, RacingStopsACallThatCannotBeTheBest) {
@@ -77,6 +97,7 @@ TEST(Timing, JobsAdaptFromThreeRepeatsAndRaceTheBestPlan) {
   asked.repeat = 5;
   asked.min_repeat_ms = 10;
   TimingOptions t = JobTiming(asked, 0);
+  EXPECT_EQ(t.warmup, asked.warmup - 1);  // the check ran the plan once
   EXPECT_EQ(t.repeat, 5);
   EXPECT_EQ(t.min_repeat_ms, 10);
   EXPECT_EQ(t.min_repeat, 3);
@@ -112,9 +133,9 @@ TEST(Measure, OneKernelIsTimedOnceAndKernelsInSequenceAddUp) {
     EXPECT_GT(k.timing.median_us, 0.0);
     sum += k.timing.median_us;
   }
-  // Measured in a later pass than the whole: equal within what a shared machine moves.
-  EXPECT_GT(sum, 0.5 * p.total.median_us);
-  EXPECT_LT(sum, 2.0 * p.total.median_us);
+  // Measured in later passes than the whole: equal within what a busy shared machine moves.
+  EXPECT_GT(sum, p.total.median_us / 3);
+  EXPECT_LT(sum, p.total.median_us * 3);
 }
 
 }  // namespace
