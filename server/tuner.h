@@ -25,10 +25,12 @@ namespace fusetune {
 constexpr int kSearchVersion = 1;
 
 // Measurement defaults of the tuner: shorter repeats than the timing harness's own default, since
-// a search times hundreds of kernels and each figure is the median of `repeat` repeats anyway.
+// a search times hundreds of kernels and each figure is the median of several repeats anyway
+// (workers stop from 3 once a majority agree within 2%: worker/job_runner.h). 5 ms repeats made
+// the BERT layer's tune 1.4x faster than 10 ms with plans re-timed alike (BENCHMARKS.md).
 inline TimingOptions DefaultTuneTiming() {
   TimingOptions t;
-  t.min_repeat_ms = 10.0;
+  t.min_repeat_ms = 5.0;
   return t;
 }
 
