@@ -27,16 +27,17 @@ struct QueryFlags {
 
 void RunQuery(const QueryFlags& f) {
   Graph graph = LoadGraph(f.graph_path);
+  const SearchOptions search = ToSearchOptions(f.search, graph);  // before the store is opened
   std::vector<std::string> missing;
   TuneReport report;
   if (!f.local && !f.remote.server.empty()) {
     report = RemoteLookup(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
-                          ToSearchOptions(f.search), f.target, &missing);
+                          search, f.target, &missing);
   } else {
     db::Store store(DbPath(f.search));
     std::string target = f.target;
     if (target.empty()) target = LocalBackend().TargetFingerprint();
-    report = LookupCached(graph, ToSearchOptions(f.search), store, target, &missing);
+    report = LookupCached(graph, search, store, target, &missing);
   }
   if (f.json) {
     std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";

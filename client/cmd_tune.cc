@@ -33,7 +33,7 @@ void RunTune(TuneFlags f) {
   if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
   Graph graph = LoadGraph(f.graph_path);
   TuneOptions options;
-  options.search = ToSearchOptions(f.search);
+  options.search = ToSearchOptions(f.search, graph);
   options.timing.repeat = f.repeat;
   options.timing.min_repeat_ms = f.min_repeat_ms;
   options.timing.flush_cache = f.flush_cache;
@@ -73,10 +73,10 @@ void RegisterTuneCommand(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "print the result as JSON (the shape in DESIGN.md)");
   cmd->add_flag("--no-cache", flags->no_cache, "search again even when the store has a plan");
   cmd->add_option("--repeat", flags->repeat, "timed repeats per measurement")
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(limits::kRepeat.lo, limits::kRepeat.hi));
   cmd->add_option("--min-repeat-ms", flags->min_repeat_ms,
                   "calls per repeat grow until one repeat lasts this long")
-      ->check(CLI::Range(0.0, 10000.0));
+      ->check(CLI::Range(limits::kMinRepeatMs.lo, limits::kMinRepeatMs.hi));
   cmd->add_flag("--flush-cache", flags->flush_cache, "flush the CPU caches between repeats");
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);

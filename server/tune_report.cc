@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/tuner.h"
+#include "server/tune_report.h"
 
 namespace fusetune {
 

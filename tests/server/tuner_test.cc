@@ -10,6 +10,7 @@
 
 #include "ir/fusion.h"
 #include "ir/text/relay_parser.h"
+#include "server/request_policy.h"
 
 namespace fusetune {
 namespace {
@@ -194,6 +195,76 @@ TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
   TuneReport again = Tune(g, {}, store, backend);
   EXPECT_TRUE(again.regions[0].cached);
   EXPECT_EQ(again.regions[0].plan.size(), 1u);
+}
+
+// Every per-request control, with the unrestricted plan (everything fused) already stored: the
+// answer honours the control, comes from the stored measurements, and the stored plan stays.
+// (A cached plan used to answer a request that forbade its group.)
+TEST_F(TunerTest, EveryControlIsHonouredWithAWarmCacheAndLeavesTheStoredPlan) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Store store(path_.string());
+  ModelBackend backend;
+  TuneReport cold = Tune(g, {}, store, backend);
+  ASSERT_EQ(cold.regions.size(), 1u);
+  ASSERT_EQ(cold.regions[0].plan.size(), 1u) << "the bytes model fuses the seed";
+  const std::vector<PlanGroup> fused = cold.regions[0].plan;
+
+  std::vector<std::pair<std::string, SearchOptions>> controls(5);
+  controls[0].first = "--never-fuse where";
+  controls[0].second.never_fuse_ops = {"where"};
+  controls[1].first = "--never-fuse-node %1";
+  controls[1].second.never_fuse_nodes = {"1"};
+  controls[2].first = "--forbid %0,%1,%2";
+  controls[2].second.forbidden_groups = {{"0", "1", "2"}};
+  controls[3].first = "--max-group 2";
+  controls[3].second.max_group_size = 2;
+  controls[4].first = "--max-args 3";
+  controls[4].second.max_kernel_args = 3;
+  for (const auto& [name, search] : controls) {
+    TuneOptions options;
+    options.search = search;
+    TuneReport r = Tune(g, options, store, backend);
+    const RequestPolicy policy(g, search);
+    std::string why;
+    EXPECT_TRUE(policy.Honours(r.tuned_plan.groups, &why)) << name << ": " << why;
+    int fused_groups = 0;
+    for (const RegionReport& region : r.regions) {
+      EXPECT_FALSE(region.cached) << name << ": the stored plan does not honour it";
+      EXPECT_TRUE(policy.Honours(region.plan, &why)) << name << ": " << why;
+      for (const PlanGroup& pg : region.plan) fused_groups += pg.nodes.size() > 1;
+    }
+    EXPECT_EQ(r.candidates_measured, 0) << name << ": every allowed group was measured cold";
+    EXPECT_GT(r.measurements_reused, 0) << name;
+    // Pinning %1 leaves no convex group in the seed; every other control leaves one to fuse.
+    if (name != "--never-fuse-node %1") EXPECT_GE(fused_groups, 1) << name;
+
+    TuneReport after = Tune(g, {}, store, backend);
+    ASSERT_EQ(after.regions.size(), 1u);
+    EXPECT_TRUE(after.regions[0].cached) << name;
+    EXPECT_EQ(after.regions[0].plan.size(), 1u) << name << ": the stored plan was overwritten";
+    EXPECT_EQ(after.regions[0].plan[0].nodes, fused[0].nodes) << name;
+    std::vector<std::string> missing;
+    TuneReport looked = LookupCached(g, {}, store, backend.TargetFingerprint(), &missing);
+    EXPECT_TRUE(missing.empty()) << name;
+    EXPECT_EQ(looked.regions[0].plan[0].nodes, fused[0].nodes) << name;
+    // A lookup under the control finds no plan it may use, rather than the forbidden one.
+    missing.clear();
+    LookupCached(g, search, store, backend.TargetFingerprint(), &missing);
+    EXPECT_FALSE(missing.empty()) << name;
+  }
+}
+
+TEST_F(TunerTest, AWiderRequestSearchesInsteadOfReusingTheDefaultPlan) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Store store(path_.string());
+  ModelBackend backend;
+  Tune(g, {}, store, backend);
+  TuneOptions wider;
+  wider.search.max_group_size = 16;
+  TuneReport r = Tune(g, wider, store, backend);
+  EXPECT_FALSE(r.regions[0].cached);
+  EXPECT_EQ(r.candidates_measured, 0) << "the seed has no group of more than 8 ops";
+  EXPECT_GT(r.measurements_reused, 0);
 }
 
 TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {

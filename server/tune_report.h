@@ -1,0 +1,47 @@
+#pragma once
+// What a tune (or a lookup of cached plans) answers, per region and for the whole graph.
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+
+namespace fusetune {
+
+struct RegionReport {
+  std::string signature;
+  std::vector<ValueId> nodes;
+  std::vector<std::string> ops;
+  bool cached = false;
+  std::vector<PlanGroup> plan;  // the stored plan, in this graph's node ids
+  std::string chosen;           // "tuned", "greedy" or "unfused"
+  double tuned_us = 0, greedy_us = 0, unfused_us = 0;
+  double max_abs_error = 0;
+  int candidates = 0;  // (group, schedule) pairs in the search space
+  int measured = 0;    // measured in this run
+  int reused = 0;      // found in the store
+  int pruned = 0;      // skipped by the cost model under the budget
+};
+
+struct TuneReport {
+  std::string target;
+  int threads = 1;
+  std::vector<RegionReport> regions;
+  Plan tuned_plan;  // the whole graph
+  double total_tuned_us = 0, total_greedy_us = 0, total_unfused_us = 0;
+  // false: sums of stored region figures (a fully cached run, whose plans were checked against
+  // the reference when they were stored). A graph that is one region is timed by its validation.
+  bool totals_measured = false;
+  std::string total_chosen = "tuned";  // which whole-graph plan was fastest
+  double max_abs_error = 0;
+  int candidates_measured = 0;
+  int measurements_reused = 0;
+  int pruned = 0;
+  double seconds = 0;
+};
+
+// The DESIGN.md `tune --json` shape.
+std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
+                             const TuneReport& report);
+
+}  // namespace fusetune
