@@ -174,7 +174,7 @@ bool PlanHonours(const Graph& g, const std::vector<PlanGroup>& groups, const Sea
 
 class TuneRun {
  public:
-  TuneRun(const Graph& g, const TuneOptions& o, db::Store& store, MeasurementBackend& backend,
+  TuneRun(const Graph& g, const TuneOptions& o, db::Cache& store, MeasurementBackend& backend,
           const ProgressFn& progress)
       : g_(g), opt_(o), store_(store), backend_(backend), progress_(progress) {}
 
@@ -667,7 +667,7 @@ class TuneRun {
 
   const Graph& g_;
   const TuneOptions& opt_;
-  db::Store& store_;
+  db::Cache& store_;
   MeasurementBackend& backend_;
   const ProgressFn& progress_;
   std::vector<RegionWork> regions_;
@@ -678,12 +678,12 @@ class TuneRun {
 
 }  // namespace
 
-TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Store& store,
+TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store,
                 MeasurementBackend& backend, const ProgressFn& progress) {
   return TuneRun(graph, options, store, backend, progress).Run();
 }
 
-TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Store& store,
+TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Cache& store,
                         const std::string& target, std::vector<std::string>* missing) {
   TuneOptions o;
   o.search = options;

@@ -90,7 +90,8 @@ const char* kSeed =
 
 TEST_F(TunerTest, SecondRunAnswersFromTheCacheWithoutMeasuring) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   TuneReport first = Tune(g, {}, store, backend);
   ASSERT_EQ(first.regions.size(), 1u);
@@ -128,7 +129,8 @@ TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
   nn.softmax(%7)
 })";
   Graph g = ParseRelay(text, "layers.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   SearchOptions o;
   o.never_fuse_ops = {"nn.softmax"};  // keep the blocks apart
@@ -152,7 +154,8 @@ TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
 
 TEST_F(TunerTest, AFailingFusedKernelIsRecordedInvalidAndTheSearchCompletes) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   backend.broken = {{"nn.batch_matmul", "ones_like", "where"}};
   TuneReport r = Tune(g, {}, store, backend);
@@ -168,7 +171,8 @@ TEST_F(TunerTest, AFailingFusedKernelIsRecordedInvalidAndTheSearchCompletes) {
 
 TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   Tune(g, {}, store, backend);
   TuneOptions options;
@@ -206,7 +210,8 @@ TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
   negative(%4)
 })";
   Graph g = ParseRelay(text, "chain.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   TuneOptions options;
   options.search.budget = 2;
