@@ -10,7 +10,8 @@
 #include "client/remote_client.h"
 #include "client/search_flags.h"
 #include "client/tune_table.h"
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/database.h"
 #include "server/tuner.h"
 
 namespace fusetune::cli {
@@ -34,7 +35,8 @@ void RunQuery(const QueryFlags& f) {
     report = RemoteLookup(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
                           search, f.target, &missing);
   } else {
-    db::Store store(DbPath(f.search));
+    db::Database database(DbPath(f.search));
+    db::Cache store(database);
     std::string target = f.target;
     if (target.empty()) target = LocalBackend().TargetFingerprint();
     report = LookupCached(graph, search, store, target, &missing);

@@ -13,8 +13,9 @@
 #include "client/commands.h"
 #include "client/graph_loader.h"
 #include "client/local_backend.h"
+#include "db/cache.h"
+#include "db/database.h"
 #include "db/default_path.h"
-#include "db/store.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/npy.h"
@@ -41,7 +42,8 @@ struct RunOptions {
 
 // The stored best plans of every region, for this machine and thread count.
 Plan TunedPlan(const Graph& graph, const RunOptions& o) {
-  db::Store store(o.db_path.empty() ? db::DefaultDbPath() : o.db_path);
+  db::Database database(o.db_path.empty() ? db::DefaultDbPath() : o.db_path);
+  db::Cache store(database);
   SearchOptions search;
   search.threads = o.threads;
   std::vector<std::string> missing;

@@ -10,7 +10,8 @@
 #include "client/remote_client.h"
 #include "client/search_flags.h"
 #include "client/tune_table.h"
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/database.h"
 #include "server/tuner.h"
 
 namespace fusetune::cli {
@@ -45,7 +46,8 @@ void RunTune(TuneFlags f) {
     report = RemoteTune(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
                         options, f.target, progress);
   } else {
-    db::Store store(DbPath(f.search));
+    db::Database database(DbPath(f.search));
+    db::Cache store(database);
     LocalBackend backend;
     report = Tune(graph, options, store, backend, progress);
   }

@@ -4,7 +4,7 @@
 
 namespace fusetune {
 
-TuneCache::TuneCache(db::Store& store, std::string target, int threads)
+TuneCache::TuneCache(db::Cache& store, std::string target, int threads)
     : store_(store), target_(std::move(target)), threads_(threads) {}
 
 std::optional<db::BestPlanRecord> TuneCache::FindBestPlan(

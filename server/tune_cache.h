@@ -1,20 +1,20 @@
 #pragma once
 // The tuner's view of the store: the six calls it makes (best plans, measurements, the target's
 // roofline), with the keys built here once from the target, the thread count and kSearchVersion.
-// This file is the only one of the tuner that calls db::Store.
+// This file is the only one of the tuner that calls db::Cache.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "db/records.h"
-#include "db/store.h"
+#include "db/cache.h"
 #include "server/cost_model.h"
 
 namespace fusetune {
 
 class TuneCache {
  public:
-  TuneCache(db::Store& store, std::string target, int threads);
+  TuneCache(db::Cache& store, std::string target, int threads);
 
   const std::string& target() const { return target_; }
 
@@ -33,7 +33,7 @@ class TuneCache {
   void PutRoofline(const RooflineTarget& roofline);
 
  private:
-  db::Store& store_;
+  db::Cache& store_;
   std::string target_;
   int threads_;
 };

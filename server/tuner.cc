@@ -20,7 +20,7 @@
 
 namespace fusetune {
 
-TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Store& store,
+TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store,
                 MeasurementBackend& backend, const ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
   const RequestPolicy policy(graph, options.search);
@@ -64,7 +64,7 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Store& store
   return report;
 }
 
-TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Store& store,
+TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Cache& store,
                         const std::string& target, std::vector<std::string>* missing) {
   const RequestPolicy policy(graph, options);
   TuneCache cache(store, target, options.threads);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "db/store.h"
+#include "db/cache.h"
 #include "ir/graph.h"
 #include "ir/plan.h"
 #include "server/measurement_backend.h"
@@ -23,12 +23,12 @@
 
 namespace fusetune {
 
-TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Store& store,
+TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store,
                 MeasurementBackend& backend, const ProgressFn& progress = {});
 
 // Cached plans only: the report's regions with `cached` set, and the signatures of regions that
 // have no stored plan (or none this request may reuse) in `missing`. Nothing is measured.
-TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Store& store,
+TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Cache& store,
                         const std::string& target, std::vector<std::string>* missing);
 
 }  // namespace fusetune

@@ -91,7 +91,8 @@ const char* kSeed =
 
 TEST_F(TunerTest, SecondRunAnswersFromTheCacheWithoutMeasuring) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   TuneReport first = Tune(g, {}, store, backend);
   ASSERT_EQ(first.regions.size(), 1u);
@@ -129,7 +130,8 @@ TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
   nn.softmax(%7)
 })";
   Graph g = ParseRelay(text, "layers.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   SearchOptions o;
   o.never_fuse_ops = {"nn.softmax"};  // keep the blocks apart
@@ -153,7 +155,8 @@ TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
 
 TEST_F(TunerTest, AFailingFusedKernelIsRecordedInvalidAndTheSearchCompletes) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   backend.broken = {{"nn.batch_matmul", "ones_like", "where"}};
   TuneReport r = Tune(g, {}, store, backend);
@@ -169,7 +172,8 @@ TEST_F(TunerTest, AFailingFusedKernelIsRecordedInvalidAndTheSearchCompletes) {
 
 TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   Tune(g, {}, store, backend);
   TuneOptions options;
@@ -202,7 +206,8 @@ TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
 // (A cached plan used to answer a request that forbade its group.)
 TEST_F(TunerTest, EveryControlIsHonouredWithAWarmCacheAndLeavesTheStoredPlan) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   TuneReport cold = Tune(g, {}, store, backend);
   ASSERT_EQ(cold.regions.size(), 1u);
@@ -256,7 +261,8 @@ TEST_F(TunerTest, EveryControlIsHonouredWithAWarmCacheAndLeavesTheStoredPlan) {
 
 TEST_F(TunerTest, AWiderRequestSearchesInsteadOfReusingTheDefaultPlan) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   Tune(g, {}, store, backend);
   TuneOptions wider;
@@ -277,7 +283,8 @@ TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
   negative(%4)
 })";
   Graph g = ParseRelay(text, "chain.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   TuneOptions options;
   options.search.budget = 2;
