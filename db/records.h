@@ -2,7 +2,7 @@
 // Plain records the Cache and the JobQueue read and write. They carry no behaviour and no SQL;
 // every time is Unix time in milliseconds (0 = "now" when the database writes a record).
 //
-// Keys (DESIGN.md "Regions and signatures"):
+// Keys (docs/signatures.md):
 //   measurement  (group_signature, schedule, target_fingerprint, threads)
 //   best plan    (region_signature, target_fingerprint, threads, search_version)
 //   target       (fingerprint)

@@ -1,4 +1,4 @@
-// The `tune --json` shape of DESIGN.md: a contract that scripts rely on.
+// The `tune --json` shape of docs/architecture.md: a contract that scripts rely on.
 #include <cmath>
 
 #include <nlohmann/json.hpp>

@@ -40,7 +40,7 @@ struct TuneReport {
   double seconds = 0;
 };
 
-// The DESIGN.md `tune --json` shape.
+// The `tune --json` shape of docs/architecture.md.
 std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                              const TuneReport& report);
 
