@@ -257,10 +257,13 @@ def test_workers_tasks_and_cancel_match_the_command_line(farm, client, chain):
     for key in ("id", "target", "cores", "version", "online", "registered_at_ms"):
         assert worker.to_dict()[key] == cli_worker[key], key
     assert client.workers(target="no-such-target") == []
+    assert repr(worker) == (f"WorkerInfo(id='w0', online, {worker.cores} cores, "
+                            f"target='{fusetune.table.short_target(worker.target)}')")
 
     tasks = client.tasks(states="done")
     assert chain[1].task_id in [t.id for t in tasks]
     assert all(t.state == "done" and t.finished for t in tasks)
+    assert repr(tasks[-1]).startswith(f"TaskInfo(id={tasks[-1].id}, done (done")
     cli_tasks = farm.cli_json("tasks", "--state", "done", "--limit", "100")
     assert [t.to_dict() for t in tasks] == cli_tasks
     with pytest.raises(ValueError, match="not a task state"):
@@ -272,6 +275,22 @@ def test_workers_tasks_and_cancel_match_the_command_line(farm, client, chain):
     task = client.task(chain[1].task_id)
     assert task.done()
     assert task.result().to_dict()["regions"] == chain[1].to_dict()["regions"]
+
+
+def test_the_servers_cache_lists_the_stored_plans(client, chain):
+    region = chain[1].regions[0]
+    (plan,) = client.cache(signature=region.signature[:8], threads=1)
+    assert plan.signature == region.signature and plan.target == chain[1].target
+    assert plan.ops == region.ops and plan.chosen == region.chosen
+    assert (plan.tuned_us, plan.greedy_us, plan.unfused_us) == (
+        region.tuned_us, region.greedy_us, region.unfused_us)
+    assert sorted(p for positions, _ in plan.groups for p in positions) == [0, 1, 2]
+    assert [schedule for _, schedule in plan.groups] == [g.schedule for g in region.plan]
+    assert "exp" in plan.region_text and repr(plan).startswith(f"CachedPlan({plan.signature}")
+    assert region.signature in [p.signature for p in client.cache(op="sigmoid")]
+    assert client.cache(op="nn.conv2d") == []
+    with pytest.raises(fusetune.InvalidArgumentError, match="region_signature_prefix"):
+        client.cache(signature="XYZ")
 
 
 def test_plan_json_runs_with_the_command_line(farm, client, chain, binary):

@@ -44,6 +44,11 @@ def test_graph_arguments_become_graph_sources(tmp_path):
         source = graph_source(given)
         assert source.WhichOneof("source") == "relay_text" and source.relay_text == CHAIN
         assert source.name == str(relay)
+    odd = tmp_path / "model (1).relay"
+    odd.write_text(CHAIN)
+    assert graph_source(str(odd)).name == str(odd), "an existing file is a path"
+    one_line = "fn (%x: Tensor[(4), float32]) { exp(%x) }"
+    assert graph_source(one_line).relay_text == one_line
     text = graph_source(CHAIN)
     assert text.relay_text == CHAIN and text.name == ""
     assert graph_source(CHAIN, name="chain").name == "chain"

@@ -15,13 +15,13 @@ from fusetune.errors import (
     FailedPreconditionError, FusetuneError, InternalError, InvalidArgumentError, NotFoundError,
     NotTuned, OutOfRangeError, PermissionDeniedError, ResourceExhaustedError, TaskCancelled,
     TaskFailed, UnauthenticatedError, UnavailableError, UnimplementedError, UnknownError)
-from fusetune.records import TaskInfo, WorkerInfo
+from fusetune.records import CachedPlan, TaskInfo, WorkerInfo
 from fusetune.report import PlanGroup, RegionReport, Totals, TuneReport
 from fusetune.task import Task
 
 __all__ = [
     "__version__", "Client", "Task", "TuneReport", "RegionReport", "PlanGroup", "Totals",
-    "TaskInfo", "WorkerInfo",
+    "TaskInfo", "WorkerInfo", "CachedPlan",
     "FusetuneError", "NotTuned", "TaskFailed", "TaskCancelled",
     "CancelledError", "UnknownError", "InvalidArgumentError", "DeadlineExceededError",
     "NotFoundError", "AlreadyExistsError", "PermissionDeniedError", "ResourceExhaustedError",

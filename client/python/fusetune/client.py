@@ -13,7 +13,7 @@ from fusetune import errors
 from fusetune._wire import pb, pb_grpc
 from fusetune.graph_source import display_name, graph_source
 from fusetune.options import tune_options
-from fusetune.records import TaskInfo, WorkerInfo, state_to_proto
+from fusetune.records import CachedPlan, TaskInfo, WorkerInfo, state_to_proto
 from fusetune.report import TuneReport
 from fusetune.task import Task
 
@@ -187,6 +187,16 @@ class Client:
         request = pb.ListTasksRequest(states=[state_to_proto(s) for s in states or ()],
                                       client=client or "", limit=limit or 0)
         return [TaskInfo._from_proto(t) for t in self._unary("ListTasks", request, "tasks").tasks]
+
+    def cache(self, signature=None, op=None, target=None, threads=None, limit=None):
+        """The server's stored best plans (CachedPlan), newest first: those whose region
+        signature starts with `signature`, that hold `op`, of one target or thread count; at
+        most `limit` (default: the server's, 100)."""
+        request = pb.ListCacheRequest(region_signature_prefix=signature or "", op=op or "",
+                                      target=target or "", threads=threads or 0,
+                                      limit=limit or 0)
+        response = self._unary("ListCache", request, "cache")
+        return [CachedPlan._from_proto(p) for p in response.plans]
 
     def task(self, task_id):
         """A Task handle on an existing task (submitted from anywhere)."""

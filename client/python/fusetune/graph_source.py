@@ -12,9 +12,6 @@ from fusetune._wire import pb
 __all__ = ["graph_source"]
 
 
-def _looks_like_relay_text(s):
-    # A path has no newline and no parenthesis; every Relay function has both or at least "(".
-    return "\n" in s or "(" in s
 
 
 def _read_path(path):
@@ -37,10 +34,14 @@ def graph_source(graph, name=None):
     if isinstance(graph, os.PathLike):
         source = _read_path(graph)
     elif isinstance(graph, str):
-        if _looks_like_relay_text(graph):
+        # A path has no newline; every Relay function has a "(" that a path rarely has, so an
+        # existing file wins over it.
+        if "\n" not in graph and os.path.exists(graph):
+            source = _read_path(graph)
+        elif "\n" in graph or "(" in graph:
             source = pb.GraphSource(relay_text=graph)
-        elif os.path.exists(graph) or graph.endswith((".relay", ".onnx")):
-            source = _read_path(graph)  # a missing .relay/.onnx file: FileNotFoundError
+        elif graph.endswith((".relay", ".onnx")):
+            source = _read_path(graph)  # FileNotFoundError names it
         else:
             raise ValueError(f"graph: '{graph}' is neither a file nor Relay text")
     elif isinstance(graph, (bytes, bytearray, memoryview)):

@@ -3,8 +3,9 @@ and `fusetune tasks --json`."""
 from dataclasses import asdict, dataclass
 
 from fusetune._wire import pb
+from fusetune.table import short_target
 
-__all__ = ["TaskInfo", "WorkerInfo", "STATES", "state_to_proto"]
+__all__ = ["CachedPlan", "TaskInfo", "WorkerInfo", "STATES", "state_to_proto"]
 
 STATES = {
     pb.TASK_STATE_QUEUED: "queued",
@@ -23,7 +24,7 @@ def state_to_proto(name):
     raise ValueError(f"'{name}' is not a task state ({', '.join(STATES.values())})")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TaskInfo:
     """One tuning task: `state` is queued, running, done, failed or cancelled; `phase` says what a
     running task does ("measuring", "validating", ...) and done/total count its jobs."""
@@ -51,8 +52,14 @@ class TaskInfo:
     def to_dict(self):
         return asdict(self)
 
+    def __repr__(self):
+        progress = f" {self.done}/{self.total}" if self.total else ""
+        error = f", error={self.error!r}" if self.error else ""
+        return (f"TaskInfo(id={self.id}, {self.state} ({self.phase}{progress}), "
+                f"client={self.client!r}, target={short_target(self.target)!r}{error})")
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class WorkerInfo:
     """A benchmark machine registered with the server; `current_job` is 0 when idle."""
     id: str
@@ -72,3 +79,44 @@ class WorkerInfo:
 
     def to_dict(self):
         return asdict(self)
+
+    def __repr__(self):  # the fingerprint lists every CPU feature: shortened as `workers` does
+        job = f", job {self.current_job}" if self.current_job else ""
+        return (f"WorkerInfo(id={self.id!r}, {'online' if self.online else 'offline'}, "
+                f"{self.cores} cores, target={short_target(self.target)!r}{job})")
+
+
+@dataclass(frozen=True, repr=False)
+class CachedPlan:
+    """A best plan as the server's store keeps it: `groups` name nodes by their position in the
+    region's canonical order (`region_text`), so the plan applies to every region with this
+    signature; each group is (positions, schedule text)."""
+    signature: str
+    target: str
+    threads: int
+    search_version: int
+    groups: tuple
+    chosen: str
+    tuned_us: float
+    greedy_us: float
+    unfused_us: float
+    ops: tuple
+    region_text: str
+    created_at_ms: int
+
+    @classmethod
+    def _from_proto(cls, p):
+        groups = tuple(
+            (tuple(g.positions),
+             ",".join(f"{k}={v}" for k, v in sorted((k.name, k.value) for k in g.schedule.knobs)))
+            for g in p.groups)
+        return cls(signature=p.region_signature, target=p.target_fingerprint, threads=p.threads,
+                   search_version=p.search_version, groups=groups, chosen=p.chosen,
+                   tuned_us=p.tuned_us, greedy_us=p.greedy_us, unfused_us=p.unfused_us,
+                   ops=tuple(p.ops), region_text=p.region_text, created_at_ms=p.created_at_ms)
+
+    def __repr__(self):
+        return (f"CachedPlan({self.signature}, {len(self.ops)} ops, {self.chosen} "
+                f"{self.tuned_us:.1f} µs vs greedy {self.greedy_us:.1f} µs, "
+                f"{self.threads} thread{'' if self.threads == 1 else 's'}, "
+                f"target={short_target(self.target)!r})")
