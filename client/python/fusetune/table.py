@@ -79,22 +79,25 @@ def format_table(r):
 
 def format_html(r):
     e = html.escape
-    head = ("<tr><th>#</th><th>ops</th><th>source</th><th>tuned µs</th><th>greedy µs</th>"
-            "<th>unfused µs</th><th>vs greedy</th><th>vs unfused</th><th>chosen</th>"
-            "<th>kernels</th></tr>")
-    num = '<td style="text-align:right">{}</td>'
+    pad = "padding:0.1em 0.6em"
+    head = "<tr>" + "".join(
+        f'<th style="{pad}">{h}</th>'
+        for h in ("#", "ops", "source", "tuned µs", "greedy µs", "unfused µs", "vs greedy",
+                  "vs unfused", "chosen", "kernels")) + "</tr>"
+    num = f'<td style="text-align:right;{pad}">{{}}</td>'
+    text = f'<td style="text-align:left;{pad}"{{}}>{{}}</td>'
     rows = []
     for i, g in enumerate(r.regions):
-        cells = [num.format(i + 1), f"<td title=\"{e(g.signature)}\">{e(', '.join(g.ops))}</td>",
+        cells = [num.format(i + 1), text.format(f' title="{e(g.signature)}"', e(", ".join(g.ops))),
                  num.format(e(_source(g))), num.format(us(g.tuned_us)),
                  num.format(us(g.greedy_us)), num.format(us(g.unfused_us)),
                  num.format(speedup(g.greedy_us, g.tuned_us)),
-                 num.format(speedup(g.unfused_us, g.tuned_us)), f"<td>{e(g.chosen)}</td>",
-                 f"<td><code>{e(_groups(g).strip())}</code></td>"]
+                 num.format(speedup(g.unfused_us, g.tuned_us)), text.format("", e(g.chosen)),
+                 text.format("", f"<code>{e(_groups(g).strip())}</code>")]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     t = r.total
     rows.append("<tr style=\"font-weight:bold\">" + "".join([
-        "<td></td><td>whole graph</td>",
+        "<td></td>", text.format("", "whole graph"),
         num.format("timed" if t.measured_together else "sum"), num.format(us(t.tuned_us)),
         num.format(us(t.greedy_us)), num.format(us(t.unfused_us)),
         num.format(speedup(t.greedy_us, t.tuned_us)), num.format(speedup(t.unfused_us, t.tuned_us)),
@@ -105,5 +108,6 @@ def format_html(r):
         caption += f"; {len(r.missing)} region(s) have no stored plan"
     footer = (f"measured {r.candidates_measured} candidates, reused {r.measurements_reused}, "
               f"pruned {r.pruned} by the cost model; {r.seconds:.1f} s")
-    return (f"<div><p>{caption}</p><table><thead>{head}</thead><tbody>{''.join(rows)}</tbody>"
+    return (f"<div><p>{caption}</p><table style=\"border-collapse:collapse\"><thead>{head}"
+            f"</thead><tbody>{''.join(rows)}</tbody>"
             f"</table><p style=\"font-size:smaller\">{footer}</p></div>")
