@@ -10,6 +10,7 @@ PACKAGES=(
   llvm-16-dev libspdlog-dev libfmt-dev libsqlite3-dev libgtest-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
   libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
+  python3-grpcio python3-protobuf python3-pytest python3-onnx
 )
 missing=()
 # shellcheck disable=SC2206
@@ -29,4 +30,6 @@ JOBS="${FUSETUNE_JOBS:-$(nproc)}"
 if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
+# The default build also generates the Python client's gRPC stubs (client/python/fusetune/_proto,
+# target python_stubs), so `PYTHONPATH=client/python` works and ctest's python_client finds them.
 cmake --build build -j "$JOBS"

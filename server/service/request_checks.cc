@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/onnx/onnx_import.h"
+#include "ir/op.h"
 #include "ir/text/relay_parser.h"
 #include "ir/text/relay_printer.h"
 #include "proto/ir_convert.h"
@@ -48,13 +50,19 @@ Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const
       *text = source.relay_text();
       return graph;
     }
+    case v1::GraphSource::kOnnxModel: {
+      if (source.onnx_model().empty()) throw UserError(fmt::format("{}.onnx_model: empty", field));
+      Graph graph = ImportOnnx(source.onnx_model(), name, limits);
+      *text = PrintRelay(graph);  // what the task keeps; weights are not needed to tune
+      return graph;
+    }
     case v1::GraphSource::kGraph: {
       Graph graph = GraphFromProto(source.graph(), limits);
       *text = PrintRelay(graph);
       return graph;
     }
     default:
-      throw UserError(fmt::format("{}: missing (set relay_text or graph)", field));
+      throw UserError(fmt::format("{}: missing (set relay_text, onnx_model or graph)", field));
   }
 }
 
