@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "db/records.h"
-#include "db/store.h"
 #include "server/cost_model.h"
 
 namespace fusetune {
+namespace db {
+class Store;
+}
 
 class TuneCache {
  public:
