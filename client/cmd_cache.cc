@@ -181,10 +181,11 @@ void RunLsMeasurements(const CacheFlags& f, const db::Cache& cache) {
     std::string target = m.key.target_fingerprint;
     if (target.size() > 24) target = target.substr(0, 21) + "...";
     bool ok = m.status == db::MeasurementStatus::kOk;
-    std::cout << fmt::format("{:<16} {:<24} {:<24} {:>3}  {:<7} {:>11}  {}\n",
-                             m.key.group_signature.substr(0, 16), schedule, target, m.key.threads,
-                             db::MeasurementStatusName(m.status),
-                             ok ? fmt::format("{:.2f}", m.median_us) : "-", ok ? "" : m.reason);
+    std::string line =
+        fmt::format("{:<16} {:<24} {:<24} {:>3}  {:<7} {:>11}", m.key.group_signature.substr(0, 16),
+                    schedule, target, m.key.threads, db::MeasurementStatusName(m.status),
+                    ok ? fmt::format("{:.2f}", m.median_us) : "-");
+    std::cout << line << (ok ? "" : "  " + m.reason) << "\n";
   }
   std::cout << fmt::format("{} measurement{} shown ({})\n", rows.size(),
                            rows.size() == 1 ? "" : "s", cache.path());

@@ -1,7 +1,6 @@
 #include "server/job_runner.h"
 
 #include "ir/error.h"
-#include "ir/text/relay_printer.h"
 
 namespace fusetune {
 
@@ -12,17 +11,12 @@ JobRunner::JobRunner(MeasurementBackend& backend, const TuneOptions& options,
       progress_(progress),
       target_(backend.TargetFingerprint()) {}
 
-MeasureJob JobRunner::NewJob(const Graph& graph, std::vector<JobPlan> plans) const {
-  MeasureJob job;
-  job.graph_text = PrintRelay(graph);
-  job.plans = std::move(plans);
-  job.threads = options_.search.threads;
-  job.timing = options_.timing;
-  return job;
-}
-
 std::vector<JobResult> JobRunner::Run(const std::string& phase, std::vector<MeasureJob> jobs) {
-  for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<int64_t>(i + 1);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].id = static_cast<int64_t>(i + 1);
+    jobs[i].threads = options_.search.threads;
+    jobs[i].timing = options_.timing;
+  }
   if (progress_) progress_({phase, 0, jobs.size()});
   std::vector<JobResult> results = backend_.RunJobs(jobs, [&](size_t done) {
     if (progress_) progress_({phase, done, jobs.size()});

@@ -2,8 +2,10 @@
 // Stage: measurement planning. The candidate groups of the regions to search, deduplicated by
 // group signature (a group measured once serves every region and request that holds it), each
 // with its schedules and what the store already knows of them; the cost model's estimate of what
-// fusing each saves; the budget's pruning (server/budget.h); and the jobs still to run.
-// Measurement reads the store here and writes it in server/measuring.cc, nowhere else.
+// fusing each saves; the budget's pruning (server/budget.h); and the jobs still to run. Which
+// schedules a group tries is decided here (ScheduleSpace cut to --schedules): a schedule search
+// ranked by a cost model would choose them here too. Measurements are read from the store here and
+// written in server/measuring.cc, nowhere else.
 #include <limits>
 #include <map>
 #include <set>

@@ -28,6 +28,16 @@ void LogRefusals(const Graph& g, const std::vector<RefusedGroup>& refused) {
                   refused.size() - shown);
 }
 
+void LogRegion(const Graph& g, const TuneRegion& r, const std::vector<TuneRegion>& earlier) {
+  if (r.representative == earlier.size())
+    spdlog::debug("region {} {} ({}): {} candidate groups", r.signature,
+                  NodesText(g, r.region.nodes), fmt::join(OpsOf(g, r.region.nodes), ", "),
+                  r.region.groups.size());
+  else
+    spdlog::debug("region {} {}: the same as {}", r.signature, NodesText(g, r.region.nodes),
+                  NodesText(g, earlier[r.representative].region.nodes));
+}
+
 }  // namespace
 
 std::vector<TuneRegion> FormRegions(const RequestPolicy& policy) {
@@ -53,13 +63,8 @@ std::vector<TuneRegion> FormRegions(const RequestPolicy& policy) {
     r.signature = Hash128Hex(r.canon.text);
     r.region = std::move(region);
     r.representative = first.emplace(r.signature, out.size()).first->second;
-    if (r.representative == out.size())
-      spdlog::debug("region {} {} ({}): {} candidate groups", r.signature,
-                    NodesText(g, r.region.nodes), fmt::join(OpsOf(g, r.region.nodes), ", "),
-                    r.region.groups.size());
-    else
-      spdlog::debug("region {} {}: the same as {}", r.signature, NodesText(g, r.region.nodes),
-                    NodesText(g, out[r.representative].region.nodes));
+    // Lookups run this too: node lists are formatted only when they are shown.
+    if (debug) LogRegion(g, r, out);
     out.push_back(std::move(r));
   }
   return out;

@@ -42,9 +42,9 @@ class RequestPolicy {
 
   // Whether a stored best plan may answer this request. Stored plans are the best of the default
   // space (see MayStoreBestPlan). For a request with a narrower space, one that honours it is the
-  // best of that space too, since a subset's best is the superset's best whenever it is inside.
-  // For a request whose limits are above the defaults the space is wider, and the stored plan
-  // need not be its best: that request searches (reusing every stored measurement).
+  // best of that space too: the best plan of a space is the best of every narrower space that
+  // still holds it. For a request whose limits are above the defaults the space is wider, and the
+  // stored plan need not be its best: that request searches (reusing every stored measurement).
   bool MayReuse(std::span<const PlanGroup> stored, std::string* why_not = nullptr) const;
 
   // Whether the plan this request's search finds may be stored as its regions' best plan. The

@@ -86,8 +86,9 @@ std::vector<size_t> ReuseStoredPlans(const RequestPolicy& policy,
       to_search.push_back(r);
       continue;
     }
-    spdlog::debug("region {}: stored plan {} ({}, {:.2f} µs) answers", regions[r].signature,
-                  PlanText(g, answers.front().second), rec->chosen, rec->ChosenUs());
+    if (spdlog::should_log(spdlog::level::debug))  // lookups run this: format only when shown
+      spdlog::debug("region {}: stored plan {} ({}, {:.2f} µs) answers", regions[r].signature,
+                    PlanText(g, answers.front().second), rec->chosen, rec->ChosenUs());
     for (auto& [s, plan] : answers) {
       reports[s].cached = true;
       Answer(reports[s], std::move(plan), *rec);

@@ -1,5 +1,6 @@
 #include "server/tune_cache.h"
 
+#include "db/cache.h"
 #include "server/tune_options.h"
 
 namespace fusetune {

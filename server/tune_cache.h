@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "db/records.h"
-#include "db/cache.h"
 #include "server/cost_model.h"
 
 namespace fusetune {
+namespace db {
+class Cache;
+}
 
 class TuneCache {
  public:

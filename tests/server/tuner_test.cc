@@ -22,6 +22,7 @@ class ModelBackend : public MeasurementBackend {
   std::set<std::vector<std::string>> broken;  // node-name sets (subgraph names) that fail
   int jobs_run = 0;
   int plans_run = 0;
+  std::vector<MeasureJob> seen;  // every job, as the backend got it
 
   std::string TargetFingerprint() override { return "test-triple;test-cpu;+f"; }
 
@@ -29,6 +30,7 @@ class ModelBackend : public MeasurementBackend {
                                  const std::function<void(size_t)>& on_done) override {
     std::vector<JobResult> out;
     for (const MeasureJob& job : jobs) {
+      seen.push_back(job);
       Graph g = ParseRelay(job.graph_text, "job");
       JobResult r;
       r.id = job.id;
@@ -271,6 +273,28 @@ TEST_F(TunerTest, AWiderRequestSearchesInsteadOfReusingTheDefaultPlan) {
   EXPECT_FALSE(r.regions[0].cached);
   EXPECT_EQ(r.candidates_measured, 0) << "the seed has no group of more than 8 ops";
   EXPECT_GT(r.measurements_reused, 0);
+}
+
+TEST_F(TunerTest, EveryJobCarriesTheRequestsThreadsAndTiming) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  TuneOptions options;
+  options.search.threads = 3;
+  options.search.budget = 1;  // so the target is calibrated too
+  options.timing.repeat = 7;
+  options.timing.min_repeat_ms = 1.5;
+  Tune(g, options, store, backend);
+  std::set<char> kinds;  // the first letter of the first plan's name
+  for (const MeasureJob& job : backend.seen) {
+    EXPECT_EQ(job.threads, 3);
+    EXPECT_EQ(job.timing.repeat, 7);
+    EXPECT_DOUBLE_EQ(job.timing.min_repeat_ms, 1.5);
+    kinds.insert(job.plans.at(0).name.at(0));
+  }
+  // Calibration, candidate schedules ("s0", ...) and validation ("plan0", ...) all went through.
+  EXPECT_EQ(kinds, (std::set<char>{'c', 's', 'p'}));
 }
 
 TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
