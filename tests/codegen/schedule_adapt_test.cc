@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "group_check_util.h"
+#include "ir/error.h"
 #include "ir/fusion.h"
 #include "ir/interpreter.h"
 #include "ir/matmul_schedule.h"
