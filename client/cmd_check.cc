@@ -109,11 +109,14 @@ int RunCheck(const CheckOptions& options) {
   try {
     binding = OneDimBinding(options.dims, "check");
     GraphSource source(options.graph_path);
-    if (binding.empty() && !source.Dims().empty()) {
+    try {
+      graph = source.Bind(binding);
+    } catch (const UserError&) {
+      // Without sizes, a dynamic graph is listed rather than refused.
+      if (!binding.empty() || source.Dims().empty()) throw;
       PrintDims(source, options.json);
       return 0;
     }
-    graph = source.Bind(binding);
     if (!binding.empty()) dims = source.Dims();
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";

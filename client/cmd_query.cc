@@ -62,9 +62,8 @@ void RunQuery(const QueryFlags& f) {
         for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + graph.RefName(v);
         std::cerr << fmt::format("  {}  [{}]\n", r.signature, nodes);
       }
-    std::string dims;
-    for (const auto& [name, size] : binding) dims += fmt::format(" --dim {}={}", name, size);
-    std::cerr << fmt::format("run `fusetune tune {}{}` to measure them\n", f.graph_path, dims);
+    std::cerr << fmt::format("run `fusetune tune {}{}` to measure them\n", f.graph_path,
+                             DimFlagsText(binding));
     SetExitCode(3);
   }
 }

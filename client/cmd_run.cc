@@ -40,13 +40,6 @@ struct RunOptions {
   std::vector<std::string> dims;
 };
 
-// " --dim seq=128" for the commands a message suggests.
-std::string DimFlagsText(const DimBinding& binding) {
-  std::string s;
-  for (const auto& [name, size] : binding) s += fmt::format(" --dim {}={}", name, size);
-  return s;
-}
-
 // The stored best plans of every region, for this machine and thread count.
 Plan TunedPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding) {
   db::Store store(o.db_path.empty() ? db::DefaultDbPath() : o.db_path);

@@ -168,4 +168,10 @@ DimBinding OneDimBinding(const std::vector<std::string>& flags, const std::strin
   return DimBindings(flags).front();
 }
 
+std::string DimFlagsText(const DimBinding& binding) {
+  std::string s;
+  for (const auto& [name, size] : binding) s += fmt::format(" --dim {}={}", name, size);
+  return s;
+}
+
 }  // namespace fusetune::cli

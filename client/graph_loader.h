@@ -53,5 +53,7 @@ void AddDimFlag(CLI::App* cmd, std::vector<std::string>& flags, bool several);
 std::vector<DimBinding> DimBindings(const std::vector<std::string>& flags);
 // Exactly one binding; `command` names the subcommand in the error when a flag lists several.
 DimBinding OneDimBinding(const std::vector<std::string>& flags, const std::string& command);
+// " --dim seq=128 --dim x.1=64": the flags that give `binding`, for commands a message suggests.
+std::string DimFlagsText(const DimBinding& binding);
 
 }  // namespace fusetune::cli
