@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "client/commands.h"
 #include "client/graph_loader.h"
@@ -24,15 +25,18 @@ struct QueryFlags {
   std::string target;
   SearchFlags search;
   RemoteFlags remote;
+  std::vector<std::string> dims;
 };
 
 void RunQuery(const QueryFlags& f) {
-  Graph graph = LoadGraph(f.graph_path);
+  DimBinding binding = OneDimBinding(f.dims, "query");
+  GraphSource source(f.graph_path);
+  Graph graph = source.Bind(binding);
   const SearchOptions search = ToSearchOptions(f.search, graph);  // before the store is opened
   std::vector<std::string> missing;
   TuneReport report;
   if (!f.local && !f.remote.server.empty()) {
-    report = RemoteLookup(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
+    report = RemoteLookup(f.remote, f.graph_path, source.TextForServer(graph, binding), graph,
                           search, f.target, &missing);
   } else {
     db::Database database(DbPath(f.search));
@@ -41,9 +45,14 @@ void RunQuery(const QueryFlags& f) {
     if (target.empty()) target = LocalBackend().TargetFingerprint();
     report = LookupCached(graph, search, store, target, &missing);
   }
-  if (f.json) {
+  if (f.json && !binding.empty()) {
+    nlohmann::json out = nlohmann::json::parse(TuneReportToJson(graph, f.graph_path, report));
+    out["dims"] = binding;
+    std::cout << out.dump(2) << "\n";
+  } else if (f.json) {
     std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";
   } else {
+    if (!binding.empty()) std::cout << "dims: " << DimBindingText(binding) << "\n";
     std::cout << FormatTuneTable(graph, f.graph_path, report);
   }
   if (!missing.empty()) {
@@ -56,7 +65,8 @@ void RunQuery(const QueryFlags& f) {
         for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + graph.RefName(v);
         std::cerr << fmt::format("  {}  [{}]\n", r.signature, nodes);
       }
-    std::cerr << fmt::format("run `fusetune tune {}` to measure them\n", f.graph_path);
+    std::cerr << fmt::format("run `fusetune tune {}{}` to measure them\n", f.graph_path,
+                             DimFlagsText(binding));
     SetExitCode(3);
   }
 }
@@ -79,6 +89,7 @@ void RegisterQueryCommand(CLI::App& app) {
                   "target fingerprint to look up (default: this machine)");
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
+  AddDimFlag(cmd, flags->dims, /*several=*/false);
   cmd->callback([flags] { RunQuery(*flags); });
 }
 

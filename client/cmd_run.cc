@@ -1,7 +1,7 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
-// [--inputs DIR] [--outputs DIR] [--repeat N] [--json]`: compile every group of the plan, run the
-// graph as that sequence of kernels, time each kernel and the whole, and compare the outputs with
-// the reference interpreter.
+// [--inputs DIR] [--outputs DIR] [--repeat N] [--json] [--dim NAME=SIZE]`: compile every group of
+// the plan, run the graph as that sequence of kernels, time each kernel and the whole, and compare
+// the outputs with the reference interpreter.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -38,10 +38,11 @@ struct RunOptions {
   std::string outputs_dir;
   int repeat = 5;
   bool json = false;
+  std::vector<std::string> dims;
 };
 
 // The stored best plans of every region, for this machine and thread count.
-Plan TunedPlan(const Graph& graph, const RunOptions& o) {
+Plan TunedPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding) {
   db::Database database(o.db_path.empty() ? db::DefaultDbPath() : o.db_path);
   db::Cache store(database);
   SearchOptions search;
@@ -59,19 +60,19 @@ Plan TunedPlan(const Graph& graph, const RunOptions& o) {
     }
     throw UserError(fmt::format(
         "--plan tuned: {} region{} of {} ha{} no stored plan for this CPU at {} thread{}:{}\n"
-        "run `fusetune tune {} --threads {}` first",
+        "run `fusetune tune {}{} --threads {}` first",
         missing.size(), missing.size() == 1 ? "" : "s", o.graph_path,
         missing.size() == 1 ? "s" : "ve", o.threads, o.threads == 1 ? "" : "s", names, o.graph_path,
-        o.threads));
+        DimFlagsText(binding), o.threads));
   }
   return report.tuned_plan;
 }
 
-Plan LoadPlan(const Graph& graph, const RunOptions& o) {
+Plan LoadPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding) {
   const std::string& spec = o.plan;
   if (spec == "unfused") return UnfusedPlan(graph);
   if (spec == "greedy") return GreedyPlan(graph);
-  if (spec == "tuned") return TunedPlan(graph, o);
+  if (spec == "tuned") return TunedPlan(graph, o, binding);
   std::ifstream in(spec);
   if (!in)
     throw UserError(
@@ -105,8 +106,9 @@ std::vector<Tensor> LoadInputs(const Graph& graph, const std::string& dir) {
 }
 
 void Run(const RunOptions& o) {
-  Graph graph = LoadGraph(o.graph_path);
-  Plan plan = LoadPlan(graph, o);
+  DimBinding binding = OneDimBinding(o.dims, "run");
+  Graph graph = GraphSource(o.graph_path).Bind(binding);
+  Plan plan = LoadPlan(graph, o, binding);
   if (o.threads < 1 || o.threads > runtime::MaxThreads()) {
     throw UserError(fmt::format("--threads {} is outside 1..{}", o.threads, runtime::MaxThreads()));
   }
@@ -151,12 +153,14 @@ void Run(const RunOptions& o) {
                                   {"kernels", kernels},
                                   {"total_us", measured.total.median_us},
                                   {"max_abs_error", error}};
+    if (!binding.empty()) out["dims"] = binding;
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("graph    {}\nplan     {} ({} kernels)\nthreads  {}\ntarget   {}\n\n",
-                           o.graph_path, plan.name, measured.kernels.size(), o.threads,
-                           jit.target().Fingerprint());
+  std::cout << fmt::format("graph    {}\n", o.graph_path);
+  if (!binding.empty()) std::cout << fmt::format("dims     {}\n", DimBindingText(binding));
+  std::cout << fmt::format("plan     {} ({} kernels)\nthreads  {}\ntarget   {}\n\n", plan.name,
+                           measured.kernels.size(), o.threads, jit.target().Fingerprint());
   std::cout << fmt::format("{:>12}  {:>10}  {}\n", "median us", "compile ms", "group");
   for (const KernelTiming& k : measured.kernels) {
     std::string group;
@@ -192,6 +196,7 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_option("--repeat", options->repeat, "timing repeats (median reported)")
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "print the result as JSON");
+  AddDimFlag(cmd, options->dims, /*several=*/false);
   cmd->callback([options] { Run(*options); });
 }
 

@@ -3,6 +3,8 @@
 // `--server ADDR` the same search runs on a `fusetune serve` and its worker farm.
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "client/commands.h"
 #include "client/graph_loader.h"
 #include "client/local_backend.h"
@@ -28,11 +30,13 @@ struct TuneFlags {
   SearchFlags search;
   RemoteFlags remote;
   std::string target;
+  std::vector<std::string> dims;
 };
 
-void RunTune(TuneFlags f) {
-  if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
-  Graph graph = LoadGraph(f.graph_path);
+// GRAPH itself, or GRAPH with its dynamic dims bound; a JSON report is printed at once when
+// GRAPH is static, else collected in `json_reports`.
+void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& binding,
+               const Graph& graph, nlohmann::json& json_reports) {
   TuneOptions options;
   options.search = ToSearchOptions(f.search, graph);
   options.timing.repeat = f.repeat;
@@ -43,7 +47,7 @@ void RunTune(TuneFlags f) {
   auto progress = [&](const TuneProgress& p) { bar.Update(p.phase, p.done, p.total); };
   TuneReport report;
   if (!f.remote.server.empty()) {
-    report = RemoteTune(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
+    report = RemoteTune(f.remote, f.graph_path, source.TextForServer(graph, binding), graph,
                         options, f.target, progress);
   } else {
     db::Database database(DbPath(f.search));
@@ -52,10 +56,33 @@ void RunTune(TuneFlags f) {
     report = Tune(graph, options, store, backend, progress);
   }
   bar.Finish();
-  if (f.json)
+  if (f.json && !binding.empty()) {
+    nlohmann::json out = nlohmann::json::parse(TuneReportToJson(graph, f.graph_path, report));
+    out["dims"] = binding;
+    json_reports.push_back(std::move(out));
+  } else if (f.json) {
     std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";
-  else
+  } else {
+    if (!binding.empty()) std::cout << "dims: " << DimBindingText(binding) << "\n";
     std::cout << FormatTuneTable(graph, f.graph_path, report);
+  }
+}
+
+// Each binding of --dim in turn; every binding is checked before any is tuned, so a bad size
+// fails at once. Several bindings with --json: one array of their reports.
+void RunTune(TuneFlags f) {
+  if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
+  GraphSource source(f.graph_path);
+  std::vector<DimBinding> bindings = DimBindings(f.dims);
+  std::vector<Graph> graphs;
+  for (const DimBinding& binding : bindings) graphs.push_back(source.Bind(binding));
+  nlohmann::json json_reports = nlohmann::json::array();
+  for (size_t b = 0; b < bindings.size(); ++b) {
+    if (b > 0 && !f.json) std::cout << "\n";
+    TuneGraph(f, source, bindings[b], graphs[b], json_reports);
+  }
+  if (json_reports.size() == 1) std::cout << json_reports[0].dump(2) << "\n";
+  if (json_reports.size() > 1) std::cout << json_reports.dump(2) << "\n";
 }
 
 }  // namespace
@@ -82,6 +109,7 @@ void RegisterTuneCommand(CLI::App& app) {
   cmd->add_flag("--flush-cache", flags->flush_cache, "flush the CPU caches between repeats");
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
+  AddDimFlag(cmd, flags->dims, /*several=*/true);
   cmd->add_option("--target", flags->target,
                   "with --server: the target fingerprint to tune for (default: any, the one most "
                   "registered workers share)");

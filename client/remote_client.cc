@@ -23,10 +23,12 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-// ONNX files travel as the model's bytes and the server imports them; the rest is Relay text.
+// ONNX files travel as the model's bytes and the server imports them; the rest is Relay text,
+// including an ONNX model whose dims were bound here (printed Relay starts with "fn (", which an
+// ONNX protobuf never does: its first byte is a field tag).
 void SetGraphSource(v1::GraphSource* source, const std::string& graph_name,
                     const std::string& graph_text) {
-  if (graph_name.ends_with(".onnx")) {
+  if (graph_name.ends_with(".onnx") && !graph_text.starts_with("fn (")) {
     source->set_onnx_model(graph_text);
   } else {
     source->set_relay_text(graph_text);
