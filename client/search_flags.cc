@@ -80,8 +80,7 @@ SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
       pos = end + 1;
     }
     if (names.size() < kMinForbiddenGroupNodes)
-      throw UserError(fmt::format("--forbid {}: a forbidden group names at least {} nodes", group,
-                                  kMinForbiddenGroupNodes));
+      throw UserError(fmt::format("--forbid {}: {}", group, kForbiddenGroupTooSmall));
     o.forbidden_groups.push_back(std::move(names));
   }
   o.budget = f.budget;

@@ -81,5 +81,6 @@ std::optional<std::string> ControlNodeName(const Graph& graph, const std::string
 std::string ControlOpProblem(const std::string& op);
 // A forbidden group of one node would forbid nothing: a node always may be a kernel of its own.
 inline constexpr size_t kMinForbiddenGroupNodes = 2;
+inline constexpr const char* kForbiddenGroupTooSmall = "a forbidden group names at least two nodes";
 
 }  // namespace fusetune

@@ -124,8 +124,7 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
     const v1::PlanGroup& g = p.forbidden_groups(i);
     std::string field = fmt::format("options.forbidden_groups[{}]", i);
     if (g.nodes_size() < static_cast<int>(kMinForbiddenGroupNodes))
-      throw UserError(fmt::format("{}: a forbidden group names at least {} nodes", field,
-                                  kMinForbiddenGroupNodes));
+      throw UserError(fmt::format("{}: {}", field, kForbiddenGroupTooSmall));
     std::set<std::string> names;
     for (int k = 0; k < g.nodes_size(); ++k)
       names.insert(NodeName(g.nodes(k), graph, fmt::format("{}.nodes[{}]", field, k)));

@@ -96,7 +96,7 @@ TEST(ControlsCli, NamesThatMeanNothingForTheGraphAreExitTwo) {
       {"--never-fuse expp", "--never-fuse: unknown operator 'expp'"},
       {"--never-fuse-node %9", "--never-fuse-node: '%9' is not a node of the graph"},
       {"--forbid %0,%9", "--forbid: '%9' is not a node of the graph"},
-      {"--forbid %1", "--forbid %1: a forbidden group names at least 2 nodes"},
+      {"--forbid %1", "--forbid %1: a forbidden group names at least two nodes"},
       {"--max-group 0", "--max-group"},
   };
   for (const auto& [flags, message] : cases) {
