@@ -261,6 +261,22 @@ TEST_F(TunerTest, EveryControlIsHonouredWithAWarmCacheAndLeavesTheStoredPlan) {
   }
 }
 
+TEST_F(TunerTest, AControlTheStoredPlanHonoursIsAnsweredFromTheCache) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Store store(path_.string());
+  ModelBackend backend;
+  Tune(g, {}, store, backend);  // stores [%0 %1 %2]
+  const int jobs = backend.jobs_run;
+  TuneOptions options;
+  options.search.forbidden_groups = {{"1", "2"}};  // a group the stored plan does not use
+  TuneReport r = Tune(g, options, store, backend);
+  EXPECT_EQ(backend.jobs_run, jobs) << "the stored plan is the best of the narrower space too";
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_TRUE(r.regions[0].cached);
+  ASSERT_EQ(r.regions[0].plan.size(), 1u);
+  EXPECT_EQ(r.regions[0].plan[0].nodes.size(), 3u);
+}
+
 TEST_F(TunerTest, AWiderRequestSearchesInsteadOfReusingTheDefaultPlan) {
   Graph g = ParseRelay(kSeed, "seed.relay");
   db::Database database(path_.string());
