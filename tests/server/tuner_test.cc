@@ -263,7 +263,8 @@ TEST_F(TunerTest, EveryControlIsHonouredWithAWarmCacheAndLeavesTheStoredPlan) {
 
 TEST_F(TunerTest, AControlTheStoredPlanHonoursIsAnsweredFromTheCache) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   Tune(g, {}, store, backend);  // stores [%0 %1 %2]
   const int jobs = backend.jobs_run;
