@@ -10,6 +10,7 @@ PACKAGES=(
   llvm-16-dev libspdlog-dev libfmt-dev libsqlite3-dev libgtest-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
   libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
+  libopenblas0-pthread  # numpy's and PyTorch's BLAS (bench/ peers); else the slow reference BLAS
 )
 missing=()
 # shellcheck disable=SC2206
