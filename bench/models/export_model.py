@@ -46,6 +46,7 @@ def _gpt2_block_class():
         def __init__(self, d_model, heads, max_seq):
             super().__init__()
             self.heads = heads
+            self.scale = 1.0 / math.sqrt(d_model // heads)  # a Python float: a constant in the export
             self.c_attn = nn.Linear(d_model, 3 * d_model)
             self.c_proj = nn.Linear(d_model, d_model)
             causal = torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool))
@@ -57,7 +58,7 @@ def _gpt2_block_class():
             q = q.view(b, s, self.heads, d // self.heads).transpose(1, 2)
             k = k.view(b, s, self.heads, d // self.heads).transpose(1, 2)
             v = v.view(b, s, self.heads, d // self.heads).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+            att = (q @ k.transpose(-2, -1)) * self.scale
             # GPT-2's mask: a large negative score above the diagonal (finite, as HF's GPT-2).
             att = att.masked_fill(~self.causal[:, :, :s, :s], torch.finfo(att.dtype).min)
             att = torch.softmax(att, dim=-1)
