@@ -44,11 +44,12 @@ def main():
         for seq in args.seqs:
             for t in args.threads:
                 report = peers.tune(fusetune, db, cases[seq]["model"], t, args.tune_flags)
-                chosen = ", ".join(r.get("chosen", "?") for r in report["regions"])
+                chosen = ", ".join(r.get("chosen", "?") for r in report.get("regions", []))
                 print(f"tune seq {seq}, {t} thread(s): {peers.describe_tune(report)}; regions "
                       f"chosen {chosen}", flush=True)
                 tunes.append({"seq": seq, "threads": t, "wall_seconds": report["wall_seconds"],
-                              "candidates_measured": report["candidates_measured"]})
+                              "candidates_measured": report.get("candidates_measured"),
+                              "failed": report.get("failed")})
 
     # Then timing, round-robin between the peers and each plan, so drift hits all alike.
     rows = [peers.compare(f"bert layer S={seq}", cases[seq], t, args, db)

@@ -38,6 +38,18 @@ def case_name(model, layers, seq):
     return f"{model}_{layers}L_s{seq}"
 
 
+def tune_row(name, threads, start, report):
+    row = {"case": name, "threads": threads, "start": start,
+           "wall_seconds": report["wall_seconds"]}
+    if "failed" in report:
+        row["failed"] = report["failed"]
+        return row
+    row.update(candidates_measured=report["candidates_measured"], regions=len(report["regions"]),
+               distinct_signatures=len({r["signature"] for r in report["regions"]}),
+               seconds_reported=report["seconds"], total=report["total"])
+    return row
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     peers.add_common_args(p)
@@ -75,12 +87,7 @@ def main():
                 report = peers.tune(fusetune, db, cases[name]["model"], t, args.tune_flags)
                 print(f"tune {name}, {t} thread(s), fresh store: {peers.describe_tune(report)}",
                       flush=True)
-                tunes.append({"case": name, "threads": t, "start": "fresh",
-                              "wall_seconds": report["wall_seconds"],
-                              "candidates_measured": report["candidates_measured"],
-                              "regions": len(report["regions"]),
-                              "distinct_signatures": len({r["signature"]
-                                                          for r in report["regions"]})})
+                tunes.append(tune_row(name, t, "fresh", report))
         one = {(m, s): case_name(m, l, s) for m, l, s in args.cases if l == 1}
         for model, layers, seq in args.cases:
             if layers == 1 or (model, seq) not in one or args.no_warm:
@@ -92,9 +99,7 @@ def main():
                 report = peers.tune(fusetune, warm_db, cases[name]["model"], t, args.tune_flags)
                 print(f"tune {name}, {t} thread(s), from the 1-layer store: "
                       f"{peers.describe_tune(report)}", flush=True)
-                tunes.append({"case": name, "threads": t, "start": "1-layer store",
-                              "wall_seconds": report["wall_seconds"],
-                              "candidates_measured": report["candidates_measured"]})
+                tunes.append(tune_row(name, t, "1-layer store", report))
 
     rows = [] if args.skip_timing else [peers.compare(name, case, t, args, case["db"])
                                         for name, case in cases.items() for t in args.threads]

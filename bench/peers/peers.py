@@ -52,8 +52,17 @@ def add_common_args(p):
     p.add_argument("--json", help="also write the figures here")
 
 
-def run(cmd, env=None, boost=False):
-    """Runs cmd; exits with its stderr if it fails. Returns (stdout, wall seconds)."""
+class Failed(Exception):
+    """A command exited non-zero: its exit code, wall seconds and the end of its stderr."""
+
+    def __init__(self, cmd, code, seconds, stderr):
+        super().__init__(f"failed ({code}) after {seconds:.0f} s: {' '.join(cmd)}\n{stderr[-4000:]}")
+        self.code, self.seconds, self.stderr = code, seconds, stderr
+
+
+def run(cmd, env=None, boost=False, check=True):
+    """Runs cmd; returns (stdout, wall seconds). A failure exits with its stderr, or with
+    check=False raises Failed for the caller to record."""
     if boost:
         # A session of its own at autogroup nice -20 (needs root): on a shared machine Linux's
         # autogroup scheduler otherwise splits the CPU between sessions whatever `nice` says.
@@ -61,7 +70,10 @@ def run(cmd, env=None, boost=False):
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, start_new_session=boost)
     if p.returncode != 0:
-        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-4000:]}")
+        failed = Failed(cmd, p.returncode, time.time() - t0, p.stderr)
+        if check:
+            sys.exit(str(failed))
+        raise failed
     return p.stdout, time.time() - t0
 
 
@@ -111,9 +123,14 @@ def describe_check(fusetune, model):
 
 
 def tune(fusetune, db, model, threads, flags=""):
-    """`fusetune tune --local` into db; returns its JSON report with the wall time added."""
-    out, secs = run([fusetune, "tune", "--local", "--db", db, "--threads", str(threads), "--json"]
-                    + flags.split() + [model])
+    """`fusetune tune --local` into db; returns its JSON report with the wall time added, or
+    {"failed": stderr, "wall_seconds": ...} when tune fails (the regions it stored before failing
+    stay in the store, so `run --plan tuned` may still work)."""
+    try:
+        out, secs = run([fusetune, "tune", "--local", "--db", db, "--threads", str(threads),
+                         "--json"] + flags.split() + [model], check=False)
+    except Failed as e:
+        return {"failed": e.stderr.strip()[-1000:], "wall_seconds": e.seconds}
     report = json.loads(out)
     report["wall_seconds"] = secs
     return report
@@ -121,6 +138,8 @@ def tune(fusetune, db, model, threads, flags=""):
 
 def describe_tune(report):
     """One line: wall time, measurements, regions (distinct signatures), totals as tune timed them."""
+    if "failed" in report:
+        return f"FAILED after {report['wall_seconds']:.0f} s wall: {report['failed']}"
     regions = report["regions"]
     distinct = len({r["signature"] for r in regions})
     total = report["total"]
