@@ -11,6 +11,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
   libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
   python3-grpcio python3-protobuf python3-pytest python3-onnx
+  libopenblas0-pthread  # numpy's and PyTorch's BLAS (bench/ peers); else the slow reference BLAS
 )
 missing=()
 # shellcheck disable=SC2206
