@@ -13,6 +13,7 @@
 #include "ir/fusion.h"
 #include "ir/text/relay_parser.h"
 #include "server/request_policy.h"
+#include "server/validation.h"
 
 namespace fusetune {
 namespace {
@@ -298,8 +299,9 @@ TEST_F(TunerTest, EveryJobCarriesTheRequestsThreadsAndTiming) {
     EXPECT_DOUBLE_EQ(job.timing.min_repeat_ms, 1.5);
     kinds.insert(job.plans.at(0).name.at(0));
   }
-  // Calibration, candidate schedules ("s0", ...) and validation ("plan0", ...) all went through.
-  EXPECT_EQ(kinds, (std::set<char>{'c', 's', 'p'}));
+  // Calibration, candidate schedules ("s0", ...) and validation (plans named "greedy", "unfused"
+  // and "tuned", rotated per round) all went through.
+  EXPECT_TRUE(kinds.count('c') && kinds.count('s') && kinds.count('g') && kinds.count('u'));
 }
 
 TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
