@@ -1,7 +1,9 @@
 #include "server/plan_verification.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <sstream>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -19,6 +21,57 @@
 
 namespace fusetune {
 namespace {
+
+// The canonical text of a region (ir/text/signature.h: "in p0 TYPE", "n0 = op(p1, n2) [k=v, ...] :
+// TYPE", "out n2 ...") as Relay text with the same names, so the parser rebuilds the region and
+// canonicalizing it gives the text back. Throws UserError on a line of another shape.
+std::string RelayFromCanonical(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, params, body, outs;
+  int n_outs = 0;
+  auto prefixed = [](std::string args) {  // "p1, n2" -> "%p1, %n2"
+    std::string out;
+    std::istringstream parts(args);
+    std::string part;
+    while (std::getline(parts, part, ',')) {
+      const size_t b = part.find_first_not_of(' ');
+      if (b == std::string::npos) continue;
+      part = part.substr(b);
+      const bool name = (part[0] == 'p' || part[0] == 'n') && part.size() > 1 &&
+                        std::isdigit(static_cast<unsigned char>(part[1]));
+      out += (out.empty() ? "" : ", ") + (name ? "%" + part : part);
+    }
+    return out;
+  };
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line.rfind("fusetune-canonical", 0) == 0) continue;
+    if (line.rfind("in ", 0) == 0) {
+      const size_t sp = line.find(' ', 3);
+      params += fmt::format("{}%{}: {}", params.empty() ? "" : ", ", line.substr(3, sp - 3),
+                            line.substr(sp + 1));
+    } else if (line.rfind("out ", 0) == 0) {
+      std::istringstream names(line.substr(4));
+      std::string name;
+      while (names >> name) outs += fmt::format("{}%{}", n_outs++ ? ", " : "", name);
+    } else {
+      const size_t eq = line.find(" = "), open = line.find('('), close = line.rfind(") [");
+      const size_t attrs_end = line.rfind("] : ");
+      if (eq == std::string::npos || open == std::string::npos || close == std::string::npos ||
+          attrs_end == std::string::npos)
+        throw UserError(fmt::format("canonical text line {}: not a node: {}", line_no, line));
+      std::string args = prefixed(line.substr(open + 1, close - open - 1));
+      const std::string attrs = line.substr(close + 3, attrs_end - close - 3);
+      if (!attrs.empty()) args += (args.empty() ? "" : ", ") + attrs;
+      body += fmt::format("  %{} = {}({});\n", line.substr(0, eq),
+                          line.substr(eq + 3, open - eq - 3), args);
+    }
+  }
+  if (n_outs == 0) throw UserError("canonical text names no output");
+  return fmt::format("fn ({}) {{\n{}  {}\n}}\n", params, body,
+                     n_outs == 1 ? outs : "(" + outs + ")");
+}
 
 // Each group with the first schedule of its space: the default a rules-only compiler uses.
 Plan WithDefaultSchedules(const Graph& g, Plan plan, int threads) {
@@ -84,9 +137,13 @@ VerifiedPlan VerifyOne(const db::BestPlanRecord& rec, db::Cache& store, Measurem
   CanonicalForm canon;
   Plan stored;
   try {
-    parsed.emplace(
-        ParseRelay(rec.region_text, "stored region " + rec.key.region_signature.substr(0, 12)));
-    canon = Canonicalize(*parsed);
+    parsed.emplace(ParseRelay(RelayFromCanonical(rec.region_text),
+                              "stored region " + rec.key.region_signature.substr(0, 12)));
+    // A region's canonical form (the nodes as a subgraph), as stored; not the whole graph's.
+    std::vector<ValueId> nodes;
+    for (const PlanGroup& pg : UnfusedPlan(*parsed).groups)
+      nodes.insert(nodes.end(), pg.nodes.begin(), pg.nodes.end());
+    canon = Canonicalize(*parsed, nodes);
     if (canon.text != rec.region_text) {
       out.skipped = "the stored region text does not rebuild the region";
       return out;
