@@ -18,14 +18,18 @@ inline double RelativeError(double median_us, double stddev_us, int64_t repeat) 
          std::sqrt(static_cast<double>(std::max<int64_t>(1, repeat)));
 }
 
+// Short timings with few repeats can report a spread as large as the time itself (one cold
+// repeat); past this the spread says nothing more, and the paired rounds' sign test decides.
+inline constexpr double kNoiseCeiling = 0.25;
+
 // The relative difference below which two timings are within each other's noise.
 inline double NoiseThreshold(double rel_error_a, double rel_error_b) {
-  return std::max(kNoiseFloor, 2 * std::hypot(rel_error_a, rel_error_b));
+  return std::clamp(2 * std::hypot(rel_error_a, rel_error_b), kNoiseFloor, kNoiseCeiling);
 }
 
-// Whether `a` is faster than `b` by more than the noise of the two timings.
+// Whether `a` is faster than `b` by more than the noise of the two timings: b / a > 1 + noise.
 inline bool FasterBeyondNoise(double a_us, double a_rel_error, double b_us, double b_rel_error) {
-  return a_us < b_us * (1 - NoiseThreshold(a_rel_error, b_rel_error));
+  return a_us * (1 + NoiseThreshold(a_rel_error, b_rel_error)) < b_us;
 }
 
 }  // namespace fusetune
