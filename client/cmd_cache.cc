@@ -13,6 +13,8 @@
 //            invalid one; a plan with a strictly lower chosen time, the old one kept as replaced)
 //   rm       delete the best plans matching the filters (one filter at least, or --all); with
 //            --measurements also the measurements of that target / thread count
+//   verify   re-time stored plans against greedy and unfused; replace one slower beyond noise
+//            (client/cmd_cache_verify.cc)
 //
 // Exit codes: 0 ok, 2 bad input, 3 `show` found nothing.
 #include <filesystem>
@@ -477,6 +479,8 @@ void RegisterCacheCommand(CLI::App& app) {
   rm->add_flag("--measurements", f->measurements,
                "also delete the measurements of --target / --threads (all with --all)");
   rm->callback([f] { RunRm(*f); });
+
+  RegisterCacheVerifyCommand(cache);
 }
 
 }  // namespace fusetune::cli

@@ -60,7 +60,9 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
                      Us(r.total_tuned_us), Us(r.total_greedy_us), Us(r.total_unfused_us),
                      Speedup(r.total_greedy_us, r.total_tuned_us),
                      Speedup(r.total_unfused_us, r.total_tuned_us));
-  out += "\nchosen kernels per region (the fastest of tuned, greedy and unfused is kept):\n";
+  out +=
+      "\nchosen kernels per region (the simplest of greedy, unfused and tuned is kept unless a "
+      "faster one wins beyond noise):\n";
   for (size_t i = 0; i < r.regions.size(); ++i) {
     const RegionReport& rr = r.regions[i];
     std::string groups;
@@ -70,6 +72,9 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
       groups += fmt::format(" [{}]", names);
     }
     out += fmt::format("{:>3}  {:<8}{}\n", i + 1, rr.chosen, groups);
+    if (!rr.decision.empty())
+      out += fmt::format("     {}{}\n", rr.decision,
+                         rr.rounds > 0 ? fmt::format(" ({} rounds)", rr.rounds) : "");
   }
   const bool all_cached = std::all_of(r.regions.begin(), r.regions.end(),
                                       [](const RegionReport& x) { return x.cached; });

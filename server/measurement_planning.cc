@@ -1,6 +1,7 @@
 #include "server/measurement_planning.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -9,6 +10,7 @@
 #include "ir/text/relay_printer.h"
 #include "server/budget.h"
 #include "server/greedy_baseline.h"
+#include "server/noise.h"
 #include "server/stage_log.h"
 
 namespace fusetune {
@@ -29,12 +31,16 @@ GroupWork NewGroup(const Graph& g, const FusedGroup& group, std::string signatur
   if (static_cast<int>(gw.schedules.size()) > o.schedules_per_group)
     gw.schedules.resize(std::max(1, o.schedules_per_group));
   gw.median_us.assign(gw.schedules.size(), kInf);
+  gw.rel_error.assign(gw.schedules.size(), 0);
   gw.known.assign(gw.schedules.size(), false);
   for (size_t s = 0; s < gw.schedules.size(); ++s) {
     auto rec = cache.FindMeasurement(gw.signature, gw.schedules[s].ToString());
     if (!rec) continue;
     gw.known[s] = true;
-    if (rec->status == db::MeasurementStatus::kOk) gw.median_us[s] = rec->median_us;
+    if (rec->status == db::MeasurementStatus::kOk) {
+      gw.median_us[s] = rec->median_us;
+      gw.rel_error[s] = RelativeError(rec->median_us, rec->stddev_us, rec->repeat);
+    }
     ++*reused;
   }
   double parts = 0;
@@ -64,10 +70,16 @@ PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missi
 
 }  // namespace
 
-double GroupWork::best_us() const { return *std::min_element(median_us.begin(), median_us.end()); }
-
-Schedule GroupWork::best_schedule() const {
-  return schedules[std::min_element(median_us.begin(), median_us.end()) - median_us.begin()];
+size_t GroupWork::best_index() const {
+  // A default schedule that failed or was not measured leaves the fastest that ran.
+  if (!std::isfinite(median_us[0]))
+    return std::min_element(median_us.begin(), median_us.end()) - median_us.begin();
+  size_t best = 0;
+  for (size_t s = 1; s < schedules.size(); ++s)
+    if (FasterBeyondNoise(median_us[s], rel_error[s], median_us[0], rel_error[0]) &&
+        median_us[s] < median_us[best])
+      best = s;
+  return best;
 }
 
 Plan WithBestSchedules(const Graph& graph, Plan plan, const MeasuredGroups& groups,

@@ -31,10 +31,14 @@ struct GroupWork {
   FusedGroup group;  // an instance in this graph
   std::vector<Schedule> schedules;
   std::vector<double> median_us;  // per schedule; infinity = invalid or unmeasured
+  std::vector<double> rel_error;  // per schedule: the median's relative standard error (noise.h)
   std::vector<bool> known;        // per schedule: a stored or fresh measurement exists
   double benefit = 0;             // roofline estimate of what fusing saves (µs)
-  double best_us() const;
-  Schedule best_schedule() const;
+  // The schedule used: the default (the first) unless another is faster beyond the noise of the
+  // two measurements (server/noise.h), then the fastest such. best_us() is its time.
+  size_t best_index() const;
+  double best_us() const { return median_us[best_index()]; }
+  Schedule best_schedule() const { return schedules[best_index()]; }
 };
 using MeasuredGroups = std::map<std::string, GroupWork>;  // by group signature
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "server/noise.h"
 #include "server/stage_log.h"
 
 namespace fusetune {
@@ -38,6 +39,7 @@ int Measure(const Graph& graph, MeasurementPlan& plan, JobRunner& runner, TuneCa
       records.push_back(std::move(rec));
       gw.known[s] = true;
       gw.median_us[s] = t.ok ? t.median_us : std::numeric_limits<double>::infinity();
+      gw.rel_error[s] = t.ok ? RelativeError(t.median_us, t.stddev_us, t.repeat) : 0;
       ++measured;
       spdlog::debug("measured {} ({}) schedule '{}': {}", NodesText(graph, gw.group.nodes),
                     fmt::join(OpsOf(graph, gw.group.nodes), ", "), gw.schedules[s].ToString(),

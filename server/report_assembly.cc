@@ -68,14 +68,15 @@ void TimeWholeGraph(const RequestPolicy& policy, const MeasuredGroups& groups, J
                              res.reason[kTuned]);
   report.totals_measured = true;
   report.total_chosen = kSlotNames[res.chosen];
+  report.total_decision = res.decision;
   report.total_tuned_us = res.us[res.chosen];
   report.total_greedy_us = res.us[kGreedy];
   report.total_unfused_us = res.us[kUnfused];
   report.max_abs_error = res.max_abs_error[res.chosen];
   report.tuned_plan = *way.plans[res.chosen];
   report.tuned_plan.name = "tuned";
-  spdlog::debug("whole graph: tuned {:.2f} µs, greedy {:.2f} µs, unfused {:.2f} µs: {} wins",
-                res.us[kTuned], res.us[kGreedy], res.us[kUnfused], report.total_chosen);
+  spdlog::debug("whole graph: tuned {:.2f} µs, greedy {:.2f} µs, unfused {:.2f} µs: {}",
+                res.us[kTuned], res.us[kGreedy], res.us[kUnfused], res.decision);
 }
 
 }  // namespace fusetune

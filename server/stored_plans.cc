@@ -53,6 +53,9 @@ void Answer(RegionReport& report, std::vector<PlanGroup> plan, const db::BestPla
   report.tuned_us = rec.tuned_us;
   report.greedy_us = rec.greedy_us;
   report.unfused_us = rec.unfused_us;
+  report.decision = rec.decision;
+  report.margin = rec.margin;
+  report.rounds = rec.rounds.value_or(0);
 }
 
 }  // namespace
@@ -113,6 +116,9 @@ void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>&
     rec.chosen = kSlotNames[w.chosen];
     rec.region_text = tr.canon.text;
     rec.ops = OpsOf(g, tr.canon.nodes);
+    rec.margin = w.margin;
+    rec.decision = w.decision;
+    rec.rounds = w.rounds;
     if (policy.MayStoreBestPlan()) {
       cache.PutBestPlan(rec);
       spdlog::debug("region {}: stored {} as its best plan", tr.signature,

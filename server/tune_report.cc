@@ -37,7 +37,10 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"unfused_us", Us(r.unfused_us)},
                        {"measured", r.measured},
                        {"reused", r.reused},
-                       {"pruned", r.pruned}});
+                       {"pruned", r.pruned},
+                       {"decision", r.decision},
+                       {"margin", r.margin ? json(*r.margin) : json()},
+                       {"rounds", r.rounds}});
   }
   bool all_cached = !report.regions.empty();
   for (const RegionReport& r : report.regions) all_cached &= r.cached;
@@ -50,6 +53,7 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                 {"greedy_us", Us(report.total_greedy_us)},
                 {"unfused_us", Us(report.total_unfused_us)},
                 {"chosen", report.total_chosen},
+                {"decision", report.total_decision},
                 {"measured_together", report.totals_measured}}},
               // null when every region came from the cache: nothing ran, and each plan was checked
               // against the reference interpreter when it was stored.

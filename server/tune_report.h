@@ -1,5 +1,6 @@
 #pragma once
 // What a tune (or a lookup of cached plans) answers, per region and for the whole graph.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,15 @@ struct RegionReport {
   std::string chosen;           // "tuned", "greedy" or "unfused"
   double tuned_us = 0, greedy_us = 0, unfused_us = 0;
   double max_abs_error = 0;
-  int candidates = 0;  // (group, schedule) pairs in the search space
-  int measured = 0;    // measured in this run
-  int reused = 0;      // found in the store
-  int pruned = 0;      // skipped by the cost model under the budget
+  // How the validation decided, e.g. "tuned 1.02× vs greedy, within noise: greedy kept"; "" for a
+  // plan stored before decisions were recorded.
+  std::string decision;
+  std::optional<double> margin;  // chosen time / runner-up's time (the store's margin)
+  int rounds = 0;                // paired validation rounds behind the decision
+  int candidates = 0;            // (group, schedule) pairs in the search space
+  int measured = 0;              // measured in this run
+  int reused = 0;                // found in the store
+  int pruned = 0;                // skipped by the cost model under the budget
 };
 
 struct TuneReport {
@@ -32,7 +38,8 @@ struct TuneReport {
   // false: sums of stored region figures (a fully cached run, whose plans were checked against
   // the reference when they were stored). A graph that is one region is timed by its validation.
   bool totals_measured = false;
-  std::string total_chosen = "tuned";  // which whole-graph plan was fastest
+  std::string total_chosen = "tuned";  // which whole-graph plan was kept
+  std::string total_decision;          // how, when the whole graph was timed
   double max_abs_error = 0;
   int candidates_measured = 0;
   int measurements_reused = 0;

@@ -52,6 +52,7 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     if (report.regions.size() == 1 &&
         static_cast<int64_t>(report.regions[0].nodes.size()) == graph.num_nodes()) {
       report.total_chosen = report.regions[0].chosen;
+      report.total_decision = report.regions[0].decision;
       report.totals_measured = true;
       SumRegionFigures(report);
     } else {

@@ -4,13 +4,16 @@
 #include "server/tuner.h"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "ir/fusion.h"
 #include "ir/text/relay_parser.h"
 #include "server/request_policy.h"
+#include "server/validation.h"
 
 namespace fusetune {
 namespace {
@@ -23,6 +26,8 @@ class ModelBackend : public MeasurementBackend {
   int jobs_run = 0;
   int plans_run = 0;
   std::vector<MeasureJob> seen;  // every job, as the backend got it
+  // Changes a plan's figures after the model: a plan truly faster, or a disturbed round.
+  std::function<void(const MeasureJob&, const Plan&, PlanResult&)> adjust;
 
   std::string TargetFingerprint() override { return "test-triple;test-cpu;+f"; }
 
@@ -55,9 +60,10 @@ class ModelBackend : public MeasurementBackend {
             t.reason = "crashed with signal 11";
           }
         }
-        t.min_us = t.median_us;
         t.number = 1;
         t.repeat = 1;
+        if (adjust) adjust(job, plan, t);
+        t.min_us = t.median_us;
         ++plans_run;
         r.plans.push_back(t);
       }
@@ -310,8 +316,9 @@ TEST_F(TunerTest, EveryJobCarriesTheRequestsThreadsAndTiming) {
     EXPECT_DOUBLE_EQ(job.timing.min_repeat_ms, 1.5);
     kinds.insert(job.plans.at(0).name.at(0));
   }
-  // Calibration, candidate schedules ("s0", ...) and validation ("plan0", ...) all went through.
-  EXPECT_EQ(kinds, (std::set<char>{'c', 's', 'p'}));
+  // Calibration, candidate schedules ("s0", ...) and validation (plans named "greedy", "unfused"
+  // and "tuned", rotated per round) all went through.
+  EXPECT_TRUE(kinds.count('c') && kinds.count('s') && kinds.count('g') && kinds.count('u'));
 }
 
 TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
@@ -336,6 +343,98 @@ TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
   // Baselines are always measured: 4 distinct single ops (exp and negative occur twice, with
   // one signature each) and the greedy group of all six. The budget allows 2 more.
   EXPECT_EQ(r.candidates_measured, 4 + 1 + 2);
+}
+
+// ---- decisions against noise (server/validation.h) ----
+
+bool IsValidationJob(const MeasureJob& job) {
+  for (const JobPlan& p : job.plans)
+    if (p.name != "tuned" && p.name != "greedy" && p.name != "unfused") return false;
+  return true;
+}
+
+std::string StoredPlan(db::Cache& store) {
+  const auto plans = store.ListBestPlans();
+  return plans.size() == 1 ? plans[0].chosen + " " + db::GroupsToJson(plans[0].groups) : "none";
+}
+
+TEST_F(TunerTest, TheDecisionItsMarginAndRoundsAreReportedAndStored) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  const TuneReport r = Tune(g, {}, store, backend);
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_GE(r.regions[0].rounds, kMinRounds);
+  EXPECT_NE(r.regions[0].decision.find(r.regions[0].chosen), std::string::npos)
+      << r.regions[0].decision;
+  const auto stored = store.ListBestPlans();
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].decision, r.regions[0].decision);
+  EXPECT_EQ(stored[0].rounds.value_or(0), r.regions[0].rounds);
+  ASSERT_TRUE(stored[0].margin.has_value());
+  EXPECT_GT(*stored[0].margin, 0);
+  // The cached answer carries the stored decision.
+  const TuneReport cached = Tune(g, {}, store, backend);
+  EXPECT_EQ(cached.regions[0].decision, r.regions[0].decision);
+}
+
+TEST_F(TunerTest, APlanTrulyTwiceAsFastIsChosenBeyondNoise) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  // Kernels of one op run 4x faster than the model says: unfused is the fastest plan by far.
+  backend.adjust = [](const MeasureJob&, const Plan& plan, PlanResult& t) {
+    bool all_single = true;
+    for (const PlanGroup& pg : plan.groups) all_single &= pg.nodes.size() == 1;
+    if (all_single) t.median_us *= 0.25;
+  };
+  const TuneReport r = Tune(g, {}, store, backend);
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_EQ(r.regions[0].chosen, "unfused") << r.regions[0].decision;
+  EXPECT_NE(r.regions[0].decision.find("beyond noise (5 of 5 rounds)"), std::string::npos)
+      << r.regions[0].decision;
+  EXPECT_EQ(r.regions[0].rounds, 5);
+  EXPECT_EQ(store.ListBestPlans().at(0).chosen, "unfused");
+}
+
+TEST_F(TunerTest, ADisturbedValidationRoundDoesNotChangeTheStoredPlan) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  std::string undisturbed;
+  int undisturbed_rounds = 0;
+  {
+    db::Database database(path_.string() + ".base");
+    db::Cache store(database);
+    ModelBackend backend;
+    undisturbed_rounds = Tune(g, {}, store, backend).regions.at(0).rounds;
+    undisturbed = StoredPlan(store);
+  }
+  for (const char* suffix : {".base", ".base-wal", ".base-shm"})
+    std::filesystem::remove(path_.string() + suffix);
+  ASSERT_NE(undisturbed, "none");
+  // Round 2 of validation: every plan of the job 3x slower but one, the plan named `spared`
+  // (a burst of load hits all but one plan), or only `hit` 3x slower.
+  for (const std::string name : {"greedy", "unfused", "tuned"}) {
+    for (bool spare : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}", spare ? "all but" : "only", name));
+      std::filesystem::remove(path_);
+      db::Database database(path_.string());
+      db::Cache store(database);
+      ModelBackend backend;
+      int validation_jobs = 0;
+      backend.adjust = [&](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+        if (!IsValidationJob(job)) return;
+        if (plan.name == job.plans.front().name)
+          ++validation_jobs;  // counted once per job, at its first plan
+        if (validation_jobs == 2 && ((plan.name == name) != spare)) t.median_us *= 3;
+      };
+      const TuneReport r = Tune(g, {}, store, backend);
+      EXPECT_EQ(StoredPlan(store), undisturbed) << r.regions.at(0).decision;
+      EXPECT_LE(r.regions.at(0).rounds, kMaxRounds);
+      EXPECT_GE(r.regions.at(0).rounds, undisturbed_rounds);
+    }
+  }
 }
 
 }  // namespace
