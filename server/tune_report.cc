@@ -37,10 +37,14 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"unfused_us", Us(r.unfused_us)},
                        {"measured", r.measured},
                        {"reused", r.reused},
-                       {"pruned", r.pruned}});
+                       {"pruned", r.pruned},
+                       // where a plan transferred on a miss came from; null for every other
+                       {"transferred_from", r.transferred_from.empty()
+                                                ? json()
+                                                : json(r.transferred_from)}});
   }
   bool all_cached = !report.regions.empty();
-  for (const RegionReport& r : report.regions) all_cached &= r.cached;
+  for (const RegionReport& r : report.regions) all_cached &= r.cached || !r.transferred_from.empty();
   json out = {{"graph", graph_name},
               {"target", report.target},
               {"threads", report.threads},
@@ -52,7 +56,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                 {"chosen", report.total_chosen},
                 {"measured_together", report.totals_measured}}},
               // null when every region came from the cache: nothing ran, and each plan was checked
-              // against the reference interpreter when it was stored.
+              // against the reference interpreter when it was stored (a transferred one is
+              // checked by `run` at its first run).
               {"max_abs_error", all_cached ? json() : json(report.max_abs_error)},
               {"candidates_measured", report.candidates_measured},
               {"measurements_reused", report.measurements_reused},

@@ -27,8 +27,12 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
                 MeasurementBackend& backend, const ProgressFn& progress = {});
 
 // Cached plans only: the report's regions with `cached` set, and the signatures of regions that
-// have no stored plan (or none this request may reuse) in `missing`. Nothing is measured.
+// have no stored plan (or none this request may reuse) in `missing`. Nothing is measured. Unless
+// `exact_only`, a region with no stored plan is answered by transfer from the nearest tuned
+// member of its family for this target and thread count (server/plan_transfer.h), marked by its
+// `transferred_from`, and is not missing.
 TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Cache& store,
-                        const std::string& target, std::vector<std::string>* missing);
+                        const std::string& target, std::vector<std::string>* missing,
+                        bool exact_only = false);
 
 }  // namespace fusetune
