@@ -61,7 +61,8 @@ void RunQuery(const QueryFlags& f) {
     std::cerr << fmt::format(
         "{} region{} of {} ha{} no stored plan for this target and thread count{}:\n",
         missing.size(), missing.size() == 1 ? "" : "s", f.graph_path,
-        missing.size() == 1 ? "s" : "ve", f.exact ? " (--exact)" : " and no tuned size to transfer from");
+        missing.size() == 1 ? "s" : "ve",
+        f.exact ? " (--exact)" : " and no tuned size to transfer from");
     for (const RegionReport& r : report.regions)
       if (!r.cached && r.transferred_from.empty()) {
         std::string nodes;

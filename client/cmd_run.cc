@@ -54,7 +54,9 @@ bool WithinTolerance(const std::vector<Tensor>& got, const std::vector<Tensor>& 
     for (int64_t j = 0; j < reference[i].size(); ++j)
       if (std::isfinite(reference[i].Get(j)))
         magnitude = std::max(magnitude, std::fabs(reference[i].Get(j)));
-    if (!(MaxAbsError(std::span(&got[i], 1), std::span(&reference[i], 1)) <= 1e-4 * magnitude + 1e-5)) return false;
+    if (!(MaxAbsError(std::span(&got[i], 1), std::span(&reference[i], 1)) <=
+          1e-4 * magnitude + 1e-5))
+      return false;
   }
   return true;
 }

@@ -54,7 +54,7 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   for (size_t i = 0; i < r.regions.size(); ++i) {
     const RegionReport& rr = r.regions[i];
     const bool transferred = !rr.transferred_from.empty();
-    std::string source = rr.cached        ? "cache"
+    std::string source = rr.cached     ? "cache"
                          : transferred ? "transferred"
                                        : fmt::format("{}+{}", rr.measured, rr.reused);
     out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", i + 1,
@@ -89,11 +89,10 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   const bool nothing_ran = std::all_of(r.regions.begin(), r.regions.end(), [](const auto& x) {
     return x.cached || !x.transferred_from.empty();
   });
-  const std::string error = all_cached ? "checked when the plans were stored"
-                            : nothing_ran
-                                ? "not checked yet (`fusetune run --plan tuned` checks a "
-                                  "transferred plan)"
-                                : fmt::format("{:.2g}", r.max_abs_error);
+  const std::string error = all_cached    ? "checked when the plans were stored"
+                            : nothing_ran ? "not checked yet (`fusetune run --plan tuned` checks a "
+                                            "transferred plan)"
+                                          : fmt::format("{:.2g}", r.max_abs_error);
   out += fmt::format(
       "\nmax |error| vs reference {}; measured {} candidates, reused {}, pruned {} by the "
       "cost model; {:.1f} s\n",

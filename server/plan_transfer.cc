@@ -69,7 +69,8 @@ bool TransferOne(const RequestPolicy& policy, const std::vector<TuneRegion>& reg
       for (size_t s = r; s < regions.size() && why_not.empty(); ++s) {
         if (regions[s].representative != r) continue;
         const FamilyForm form = s == r ? here : CanonicalizeFamily(g, regions[s].region.nodes);
-        std::vector<PlanGroup> plan = TransferPlan(g, form, m.member, groups, policy.options().threads);
+        std::vector<PlanGroup> plan =
+            TransferPlan(g, form, m.member, groups, policy.options().threads);
         if (policy.MayReuse(plan, &why_not)) answers.emplace_back(s, std::move(plan));
       }
     } catch (const UserError& e) {

@@ -25,6 +25,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
       plan.push_back(group);
       schedules.push_back(g.schedule.ToString());
     }
+    // Where a plan transferred on a miss came from; null for every other answer.
+    const json transferred_from = r.transferred_from.empty() ? json() : json(r.transferred_from);
     regions.push_back({{"signature", r.signature},
                        {"nodes", nodes},
                        {"ops", r.ops},
@@ -38,13 +40,11 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"measured", r.measured},
                        {"reused", r.reused},
                        {"pruned", r.pruned},
-                       // where a plan transferred on a miss came from; null for every other
-                       {"transferred_from", r.transferred_from.empty()
-                                                ? json()
-                                                : json(r.transferred_from)}});
+                       {"transferred_from", transferred_from}});
   }
   bool all_cached = !report.regions.empty();
-  for (const RegionReport& r : report.regions) all_cached &= r.cached || !r.transferred_from.empty();
+  for (const RegionReport& r : report.regions)
+    all_cached &= r.cached || !r.transferred_from.empty();
   json out = {{"graph", graph_name},
               {"target", report.target},
               {"threads", report.threads},

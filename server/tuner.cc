@@ -77,7 +77,8 @@ TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Ca
   report.regions = DescribeRegions(graph, regions);
   std::vector<size_t> unanswered =
       ReuseStoredPlans(policy, regions, cache, /*use_cache=*/true, report.regions);
-  if (!exact_only) unanswered = TransferFamilyPlans(policy, regions, unanswered, cache, report.regions);
+  if (!exact_only)
+    unanswered = TransferFamilyPlans(policy, regions, unanswered, cache, report.regions);
   for (size_t r : unanswered) missing->push_back(regions[r].signature);
   if (missing->empty()) report.tuned_plan = CollectTunedPlan(graph, report.regions);
   SumRegionFigures(report);

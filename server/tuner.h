@@ -1,7 +1,7 @@
 #pragma once
 // The tuner: the whole search for one graph, free of transport so `tune --local` and the gRPC
-// service run the same code. Tune() (tuner.cc) reads as the stages of docs/architecture.md's request path, one
-// file each:
+// service run the same code. Tune() (tuner.cc) reads as the stages of docs/architecture.md's
+// request path, one file each:
 //
 //   region formation ▶ stored plans reused ▶ calibration ▶ measurement planning ▶ measuring
 //   ▶ plan choice (partition DP) ▶ validation (tuned vs greedy vs unfused, one run)

@@ -24,8 +24,8 @@ int StoredPlans(const TempDb& db) {
 
 TEST(TransferCli, QueryAndRunAnswerAnUntunedLengthFromTheNearestTunedOne) {
   TempDb db("transfer_cli");
-  auto tune = RunFusetune("tune --json --db " + db.path() + kFast + kDynSeed +
-                          " --dim x.1,y.1=32,64");
+  auto tune =
+      RunFusetune("tune --json --db " + db.path() + kFast + kDynSeed + " --dim x.1,y.1=32,64");
   ASSERT_EQ(tune.exit_code, 0) << tune.err;
   const int stored = StoredPlans(db);
   ASSERT_EQ(stored, 2);
@@ -38,8 +38,7 @@ TEST(TransferCli, QueryAndRunAnswerAnUntunedLengthFromTheNearestTunedOne) {
   const auto& region = j["regions"][0];
   EXPECT_EQ(region["cached"], false);
   ASSERT_TRUE(region["transferred_from"].is_string()) << query.out;
-  EXPECT_NE(region["transferred_from"].get<std::string>().find("=64 (here 48)"),
-            std::string::npos)
+  EXPECT_NE(region["transferred_from"].get<std::string>().find("=64 (here 48)"), std::string::npos)
       << region["transferred_from"];
   EXPECT_TRUE(region["tuned_us"].is_null()) << "not measured at this size";
   EXPECT_FALSE(region["plan"].empty());
@@ -50,14 +49,14 @@ TEST(TransferCli, QueryAndRunAnswerAnUntunedLengthFromTheNearestTunedOne) {
   EXPECT_NE(table.out.find("transferred, not measured at this size"), std::string::npos)
       << table.out;
 
-  auto exact = RunFusetune("query --exact --db " + db.path() + " " + kDynSeed +
-                           " --dim x.1,y.1=48");
+  auto exact =
+      RunFusetune("query --exact --db " + db.path() + " " + kDynSeed + " --dim x.1,y.1=48");
   EXPECT_EQ(exact.exit_code, 3) << exact.err;
   EXPECT_NE(exact.err.find("no stored plan"), std::string::npos) << exact.err;
 
   // Another thread count has nothing to transfer from.
-  auto threads = RunFusetune("query --threads 2 --db " + db.path() + " " + kDynSeed +
-                             " --dim x.1,y.1=48");
+  auto threads =
+      RunFusetune("query --threads 2 --db " + db.path() + " " + kDynSeed + " --dim x.1,y.1=48");
   EXPECT_EQ(threads.exit_code, 3) << threads.err;
 
   // `run --plan tuned` runs the transferred plan and checks it against the reference.

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "ir/fusion.h"
 #include "ir/text/relay_parser.h"
@@ -54,13 +54,15 @@ class BytesBackend : public MeasurementBackend {
 };
 
 Graph SeedAt(int s) {
-  return ParseRelay(fmt::format(R"(fn (%x: Tensor[(12, {0}, 64), float32], %y: Tensor[(12, {0}, 64), float32], %z: Tensor[(12, {0}, {0}), float32]) {{
+  return ParseRelay(
+      fmt::format(
+          R"(fn (%x: Tensor[(12, {0}, 64), float32], %y: Tensor[(12, {0}, 64), float32], %z: Tensor[(12, {0}, {0}), float32]) {{
   %0 = nn.batch_matmul(%x, %y);
   %1 = ones_like(%0);
   where(%z, %0, %1)
 }})",
-                                s),
-                    fmt::format("seed{}.relay", s));
+          s),
+      fmt::format("seed{}.relay", s));
 }
 
 class PlanTransferTest : public ::testing::Test {
