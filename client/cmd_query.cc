@@ -1,5 +1,6 @@
 // `fusetune query GRAPH [--local] [--db PATH] [--json]`: the cached best plans of GRAPH's regions,
-// without measuring anything. Exit code 3 when some region has no stored plan (they are named).
+// without measuring anything. A region with no stored plan is answered by transfer from the
+// nearest tuned size of its family unless --exact; exit code 3 when some region has no answer.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -26,6 +27,7 @@ struct QueryFlags {
   SearchFlags search;
   RemoteFlags remote;
   std::vector<std::string> dims;
+  bool exact = false;
 };
 
 void RunQuery(const QueryFlags& f) {
@@ -37,13 +39,13 @@ void RunQuery(const QueryFlags& f) {
   TuneReport report;
   if (!f.local && !f.remote.server.empty()) {
     report = RemoteLookup(f.remote, f.graph_path, source.TextForServer(graph, binding), graph,
-                          search, f.target, &missing);
+                          search, f.target, &missing, f.exact);
   } else {
     db::Database database(DbPath(f.search));
     db::Cache store(database);
     std::string target = f.target;
     if (target.empty()) target = LocalBackend().TargetFingerprint();
-    report = LookupCached(graph, search, store, target, &missing);
+    report = LookupCached(graph, search, store, target, &missing, f.exact);
   }
   if (f.json && !binding.empty()) {
     nlohmann::json out = nlohmann::json::parse(TuneReportToJson(graph, f.graph_path, report));
@@ -57,10 +59,12 @@ void RunQuery(const QueryFlags& f) {
   }
   if (!missing.empty()) {
     std::cerr << fmt::format(
-        "{} region{} of {} ha{} no stored plan for this target and thread count:\n", missing.size(),
-        missing.size() == 1 ? "" : "s", f.graph_path, missing.size() == 1 ? "s" : "ve");
+        "{} region{} of {} ha{} no stored plan for this target and thread count{}:\n",
+        missing.size(), missing.size() == 1 ? "" : "s", f.graph_path,
+        missing.size() == 1 ? "s" : "ve",
+        f.exact ? " (--exact)" : " and no tuned size to transfer from");
     for (const RegionReport& r : report.regions)
-      if (!r.cached) {
+      if (!r.cached && r.transferred_from.empty()) {
         std::string nodes;
         for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + graph.RefName(v);
         std::cerr << fmt::format("  {}  [{}]\n", r.signature, nodes);
@@ -77,8 +81,11 @@ void RegisterQueryCommand(CLI::App& app) {
   auto flags = std::make_shared<QueryFlags>();
   CLI::App* cmd = app.add_subcommand("query",
                                      "Print the stored best plans of GRAPH's regions without "
-                                     "measuring. Exit code 3 when some region\n"
-                                     "has no stored plan (they are listed on stderr).");
+                                     "measuring. A region with no stored plan\n"
+                                     "takes the plan of the nearest tuned size of its family "
+                                     "(same target and threads),\n"
+                                     "marked 'transferred'. Exit code 3 when some region has "
+                                     "neither (they are listed on stderr).");
   cmd->add_option("GRAPH", flags->graph_path,
                   "graph to look up: Relay text (.relay) or ONNX model (.onnx)")
       ->required();
@@ -90,6 +97,8 @@ void RegisterQueryCommand(CLI::App& app) {
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
   AddDimFlag(cmd, flags->dims, /*several=*/false);
+  cmd->add_flag("--exact", flags->exact,
+                "exact answers only: no transfer from other sizes (exit 3 on any miss)");
   cmd->callback([flags] { RunQuery(*flags); });
 }
 

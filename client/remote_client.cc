@@ -166,12 +166,13 @@ TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
 TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
                         const std::string& graph_text, const Graph& graph,
                         const SearchOptions& options, const std::string& target,
-                        std::vector<std::string>* missing) {
+                        std::vector<std::string>* missing, bool exact_only) {
   RemoteClient client(flags);
   v1::LookupBestRequest request;
   SetGraphSource(request.mutable_graph(), graph_name, graph_text);
   request.set_target(target.empty() ? "any" : target);
   request.set_threads(options.threads);
+  request.set_exact_only(exact_only);
   TuneOptions tune;
   tune.search = options;
   *request.mutable_options() = TuneOptionsToProto(tune);

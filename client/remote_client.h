@@ -52,7 +52,7 @@ TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
 TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
                         const std::string& graph_text, const Graph& graph,
                         const SearchOptions& options, const std::string& target,
-                        std::vector<std::string>* missing);
+                        std::vector<std::string>* missing, bool exact_only = false);
 
 v1::TuneOptions TuneOptionsToProto(const TuneOptions& options);
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ir/error.h"
+#include "ir/text/family.h"
 #include "server/stage_log.h"
 
 namespace fusetune {
@@ -115,6 +116,7 @@ void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>&
     rec.unfused_us = w.us[kUnfused];
     rec.chosen = kSlotNames[w.chosen];
     rec.region_text = tr.canon.text;
+    rec.family_key = CanonicalizeFamily(g, tr.canon.nodes).key;  // plan_transfer.h reads it
     rec.ops = OpsOf(g, tr.canon.nodes);
     rec.margin = w.margin;
     rec.decision = w.decision;

@@ -13,6 +13,10 @@ std::optional<db::BestPlanRecord> TuneCache::FindBestPlan(
   return store_.FindBestPlan({region_signature, target_, threads_, kSearchVersion});
 }
 
+std::vector<db::BestPlanRecord> TuneCache::FindFamilyPlans(const std::string& family_key) const {
+  return store_.FindBestPlansByFamily(family_key, target_, threads_, kSearchVersion);
+}
+
 void TuneCache::PutBestPlan(db::BestPlanRecord record) {
   record.key = {record.key.region_signature, target_, threads_, kSearchVersion};
   store_.PutBestPlan(record);

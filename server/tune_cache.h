@@ -1,5 +1,5 @@
 #pragma once
-// The tuner's view of the store: the six calls it makes (best plans, measurements, the target's
+// The tuner's view of the store: the seven calls it makes (best plans, measurements, the target's
 // roofline), with the keys built here once from the target, the thread count and kSearchVersion.
 // This file is the only one of the tuner that calls db::Cache.
 #include <optional>
@@ -21,6 +21,9 @@ class TuneCache {
   const std::string& target() const { return target_; }
 
   std::optional<db::BestPlanRecord> FindBestPlan(const std::string& region_signature) const;
+  // Every stored plan of the family (ir/text/family.h) for this target and thread count only:
+  // a plan never transfers across targets or thread counts.
+  std::vector<db::BestPlanRecord> FindFamilyPlans(const std::string& family_key) const;
   // Inserts or replaces the region's best plan; the record's key is filled in here.
   void PutBestPlan(db::BestPlanRecord record);
 

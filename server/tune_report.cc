@@ -25,6 +25,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
       plan.push_back(group);
       schedules.push_back(g.schedule.ToString());
     }
+    // Where a plan transferred on a miss came from; null for every other answer.
+    const json transferred_from = r.transferred_from.empty() ? json() : json(r.transferred_from);
     regions.push_back({{"signature", r.signature},
                        {"nodes", nodes},
                        {"ops", r.ops},
@@ -40,10 +42,12 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"pruned", r.pruned},
                        {"decision", r.decision},
                        {"margin", r.margin ? json(*r.margin) : json()},
-                       {"rounds", r.rounds}});
+                       {"rounds", r.rounds},
+                       {"transferred_from", transferred_from}});
   }
   bool all_cached = !report.regions.empty();
-  for (const RegionReport& r : report.regions) all_cached &= r.cached;
+  for (const RegionReport& r : report.regions)
+    all_cached &= r.cached || !r.transferred_from.empty();
   json out = {{"graph", graph_name},
               {"target", report.target},
               {"threads", report.threads},
@@ -56,7 +60,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                 {"decision", report.total_decision},
                 {"measured_together", report.totals_measured}}},
               // null when every region came from the cache: nothing ran, and each plan was checked
-              // against the reference interpreter when it was stored.
+              // against the reference interpreter when it was stored (a transferred one is
+              // checked by `run` at its first run).
               {"max_abs_error", all_cached ? json() : json(report.max_abs_error)},
               {"candidates_measured", report.candidates_measured},
               {"measurements_reused", report.measurements_reused},

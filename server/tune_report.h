@@ -14,6 +14,10 @@ struct RegionReport {
   std::vector<ValueId> nodes;
   std::vector<std::string> ops;
   bool cached = false;
+  // Non-empty: no plan is stored for this region, and `plan` is the nearest tuned member of its
+  // family's, adapted to these sizes (server/plan_transfer.h). The text says where it came from,
+  // "s1=256 (here 192)". Not measured at this size: the figures are the member's, not stored.
+  std::string transferred_from;
   std::vector<PlanGroup> plan;  // the stored plan, in this graph's node ids
   std::string chosen;           // "tuned", "greedy" or "unfused"
   double tuned_us = 0, greedy_us = 0, unfused_us = 0;

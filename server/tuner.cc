@@ -11,6 +11,7 @@
 #include "server/measurement_planning.h"
 #include "server/measuring.h"
 #include "server/plan_choice.h"
+#include "server/plan_transfer.h"
 #include "server/region_formation.h"
 #include "server/report_assembly.h"
 #include "server/request_policy.h"
@@ -66,7 +67,8 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
 }
 
 TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Cache& store,
-                        const std::string& target, std::vector<std::string>* missing) {
+                        const std::string& target, std::vector<std::string>* missing,
+                        bool exact_only) {
   const RequestPolicy policy(graph, options);
   TuneCache cache(store, target, options.threads);
   TuneReport report;
@@ -74,8 +76,11 @@ TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Ca
   report.threads = options.threads;
   const std::vector<TuneRegion> regions = FormRegions(policy);
   report.regions = DescribeRegions(graph, regions);
-  for (size_t r : ReuseStoredPlans(policy, regions, cache, /*use_cache=*/true, report.regions))
-    missing->push_back(regions[r].signature);
+  std::vector<size_t> unanswered =
+      ReuseStoredPlans(policy, regions, cache, /*use_cache=*/true, report.regions);
+  if (!exact_only)
+    unanswered = TransferFamilyPlans(policy, regions, unanswered, cache, report.regions);
+  for (size_t r : unanswered) missing->push_back(regions[r].signature);
   if (missing->empty()) report.tuned_plan = CollectTunedPlan(graph, report.regions);
   SumRegionFigures(report);
   return report;

@@ -61,6 +61,9 @@ void LookupCache::Put(const std::string& key, const v1::LookupBestResponse& resp
   // newer than the answer: it is cached only when every region's figures agree with its stamp.
   std::vector<std::string> stamps = Stamps(plans, cache);
   for (const v1::RegionResult& r : response.regions()) {
+    // A transferred answer depends on every stored member of the family, which the stamps do
+    // not cover (a nearer size tuned later would not show): it is computed each time.
+    if (!r.transferred_from().empty()) return;
     size_t i = 0;
     while (i < plans.size() && plans[i].region_signature != r.signature()) ++i;
     if (i == plans.size()) return;

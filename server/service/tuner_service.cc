@@ -267,7 +267,8 @@ grpc::Status TunerService::LookupBest(grpc::ServerContext* context,
         if (request->threads() != 0) search.threads = threads;
         response->set_target(target);
         std::vector<std::string> missing;
-        TuneReport report = LookupCached(graph, search, cache_, target, &missing);
+        TuneReport report =
+            LookupCached(graph, search, cache_, target, &missing, request->exact_only());
         for (const RegionReport& r : report.regions)
           *response->add_regions() = RegionToProto(graph, r, r.cached);
         for (const std::string& m : missing) response->add_missing(m);
