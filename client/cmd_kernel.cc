@@ -75,7 +75,7 @@ void Show(const KernelOptions& o) {
     std::cout << (o.print_asm ? jit.Assembly(*module) : jit.PrintIR(*module));
     return;
   }
-  if (group->templ == GroupTemplate::kMatmul && codegen::HasMatmulTemplate()) {
+  if (group->templ == GroupTemplate::kMatmul) {
     std::cout << "// the matmul template emits LLVM IR directly; use --print-llvm or --print-asm\n";
     return;
   }

@@ -26,6 +26,7 @@
 #include "worker/codegen/jit.h"
 #include "worker/codegen/runtime/thread_pool.h"
 #include "worker/executor.h"
+#include "worker/output_check.h"
 
 namespace fusetune::cli {
 namespace {
@@ -45,21 +46,6 @@ struct RunOptions {
 
 // The regions of --plan tuned whose plan was transferred from another size: "s1=256 (here 192)".
 using Transfers = std::vector<std::string>;
-
-// Transferred plans are checked here, at their first run at this size, as the tuner checks every
-// measured kernel (worker/job_runner.cc): 1e-4 of each output's largest magnitude plus 1e-5.
-bool WithinTolerance(const std::vector<Tensor>& got, const std::vector<Tensor>& reference) {
-  for (size_t i = 0; i < got.size() && i < reference.size(); ++i) {
-    double magnitude = 0;
-    for (int64_t j = 0; j < reference[i].size(); ++j)
-      if (std::isfinite(reference[i].Get(j)))
-        magnitude = std::max(magnitude, std::fabs(reference[i].Get(j)));
-    if (!(MaxAbsError(std::span(&got[i], 1), std::span(&reference[i], 1)) <=
-          1e-4 * magnitude + 1e-5))
-      return false;
-  }
-  return true;
-}
 
 // The stored best plans of every region, for this machine and thread count.
 Plan TunedPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding,
@@ -146,9 +132,9 @@ void Run(const RunOptions& o) {
   executor.SetInputs(inputs);
   executor.Run();
   std::vector<Tensor> outputs = executor.Outputs();
-  const std::vector<Tensor> reference = Interpret(graph, inputs);
-  double error = MaxAbsError(outputs, reference);
-  if (!transfers.empty() && !WithinTolerance(outputs, reference))
+  const OutputComparison check = CompareOutputs(outputs, Interpret(graph, inputs));
+  const double error = check.max_abs_error;
+  if (!transfers.empty() && !check.ok())
     throw std::runtime_error(fmt::format(
         "--plan tuned: the plan transferred from {} disagrees with the reference interpreter "
         "(max |error| {:.3g}); run `fusetune tune {}{}` to measure this size",

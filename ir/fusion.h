@@ -3,11 +3,12 @@
 // the code generator share one function. A group is lowerable iff it is connected, convex, and
 // matched by a template:
 //
-//   kElementwise  only ElemWise/Broadcast/Injective ops; one sink; iterate the sink's output space
-//   kReduce       one reduction anchor        (prologue inlined into its reads, epilogue on the
-//   result) kMatmul       one dense/batch_matmul/matmul anchor (prologue into loads, epilogue on
-//   the tile) kComposite    one softmax/layer_norm anchor (row kernel; prologue and epilogue as for
-//   kReduce)
+//   kElementwise  only ElemWise/Broadcast/Injective ops; one sink; iterate the sink's output
+//                 space
+//   kReduce       one reduction anchor; prologue inlined into its reads, epilogue on the result
+//   kMatmul       one dense/batch_matmul/matmul anchor; prologue into loads, epilogue on the tile
+//   kComposite    one softmax/layer_norm anchor; a row kernel, prologue and epilogue as for
+//                 kReduce
 //
 // Prologue ops (producers of the anchor inside the group) must be ElemWise/Broadcast/Injective and
 // are inlined through their index maps. Epilogue ops (consumers of the anchor) must be

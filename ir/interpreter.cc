@@ -44,31 +44,51 @@ void BindParams(const Graph& graph, std::span<const Tensor> inputs, std::vector<
 }
 
 // Evaluates every value; when `keep_all` is false, frees each intermediate after its last use.
-std::vector<Tensor> Run(const Graph& graph, std::span<const Tensor> inputs, bool keep_all) {
+// With a memo, only the values the outputs need and the memo lacks are evaluated.
+std::vector<Tensor> Run(const Graph& graph, std::span<const Tensor> inputs, bool keep_all,
+                        ValueMemo* memo) {
   const auto& vals = graph.values();
+  const auto count = static_cast<ValueId>(vals.size());
   std::vector<Tensor> values(vals.size());
   BindParams(graph, inputs, values);
 
+  std::vector<bool> needed(vals.size(), true);
+  if (memo) {
+    // Backwards from the outputs: a node the memo has needs none of its inputs.
+    needed.assign(vals.size(), false);
+    for (ValueId out : graph.outputs()) needed[out] = true;
+    for (ValueId id = count - 1; id >= 0; --id) {
+      if (!needed[id] || vals[id].kind != ValueKind::kNode) continue;
+      if (const Tensor* known = memo->Find(id)) {
+        FT_CHECK(known->type() == vals[id].type, "a memo offered a value of another type");
+        values[id] = *known;
+        continue;
+      }
+      for (ValueId in : vals[id].inputs) needed[in] = true;
+    }
+  }
   std::vector<ValueId> last_use(vals.size(), -1);
   if (!keep_all) {
-    for (ValueId id = 0; id < static_cast<ValueId>(vals.size()); ++id)
-      for (ValueId in : vals[id].inputs) last_use[in] = id;
-    for (ValueId out : graph.outputs()) last_use[out] = static_cast<ValueId>(vals.size());
+    for (ValueId id = 0; id < count; ++id)
+      if (needed[id] && !values[id].data())
+        for (ValueId in : vals[id].inputs) last_use[in] = id;
+    for (ValueId out : graph.outputs()) last_use[out] = count;
   }
   std::vector<const Tensor*> args;
-  for (ValueId id = 0; id < static_cast<ValueId>(vals.size()); ++id) {
+  for (ValueId id = 0; id < count; ++id) {
     const Value& v = vals[id];
     if (v.kind == ValueKind::kConst) {
       values[id] = *v.data;
       continue;
     }
-    if (v.kind != ValueKind::kNode) continue;
+    if (v.kind != ValueKind::kNode || !needed[id] || values[id].data()) continue;
     args.clear();
     for (ValueId in : v.inputs) args.push_back(&values[in]);
     values[id] = EvalOp(*v.op, args, v.type, v.attrs);
     FT_CHECK(values[id].type() == v.type,
              fmt::format("{} produced {} instead of {}", v.op->name, values[id].type().ToString(),
                          v.type.ToString()));
+    if (memo) memo->Keep(id, values[id]);
     if (!keep_all) {
       for (ValueId in : v.inputs)
         if (last_use[in] == id) values[in] = Tensor();
@@ -80,27 +100,32 @@ std::vector<Tensor> Run(const Graph& graph, std::span<const Tensor> inputs, bool
 }  // namespace
 
 std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs) {
-  std::vector<Tensor> values = Run(graph, inputs, /*keep_all=*/false);
+  std::vector<Tensor> values = Run(graph, inputs, /*keep_all=*/false, nullptr);
+  std::vector<Tensor> outputs;
+  for (ValueId out : graph.outputs()) outputs.push_back(values[out]);
+  return outputs;
+}
+
+std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs, ValueMemo& memo) {
+  std::vector<Tensor> values = Run(graph, inputs, /*keep_all=*/false, &memo);
   std::vector<Tensor> outputs;
   for (ValueId out : graph.outputs()) outputs.push_back(values[out]);
   return outputs;
 }
 
 std::vector<Tensor> InterpretAll(const Graph& graph, std::span<const Tensor> inputs) {
-  return Run(graph, inputs, /*keep_all=*/true);
+  return Run(graph, inputs, /*keep_all=*/true, nullptr);
+}
+
+Tensor RandomInput(const Graph& graph, size_t index, uint64_t seed) {
+  const Value& p = graph.value(graph.params().at(index));
+  if (p.data) return *p.data;
+  return Tensor::Random(p.type, seed * 1000003ull + index);
 }
 
 std::vector<Tensor> RandomInputs(const Graph& graph, uint64_t seed) {
   std::vector<Tensor> inputs;
-  const auto& params = graph.params();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Value& p = graph.value(params[i]);
-    if (p.data) {
-      inputs.push_back(*p.data);
-    } else {
-      inputs.push_back(Tensor::Random(p.type, seed * 1000003ull + i));
-    }
-  }
+  for (size_t i = 0; i < graph.params().size(); ++i) inputs.push_back(RandomInput(graph, i, seed));
   return inputs;
 }
 

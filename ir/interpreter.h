@@ -20,6 +20,18 @@ namespace fusetune {
 // Each given tensor must have exactly its parameter's type; a mismatch throws UserError naming it.
 std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs);
 
+// Values evaluated before, offered to Interpret before it evaluates a node (the worker keeps them
+// across measurement jobs: worker/reference_cache.h). A node the memo has is not evaluated, nor
+// is anything only it needed; every node Interpret evaluates is offered to Keep.
+class ValueMemo {
+ public:
+  virtual ~ValueMemo() = default;
+  // The value of `node` when the memo has it (exactly the node's type), else nullptr.
+  virtual const Tensor* Find(ValueId node) = 0;
+  virtual void Keep(ValueId node, const Tensor& value) = 0;
+};
+std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs, ValueMemo& memo);
+
 // Like Interpret, but returns every value of the graph indexed by ValueId (parameters, constants
 // and every node), for tests that compare intermediates.
 std::vector<Tensor> InterpretAll(const Graph& graph, std::span<const Tensor> inputs);
@@ -27,5 +39,7 @@ std::vector<Tensor> InterpretAll(const Graph& graph, std::span<const Tensor> inp
 // Deterministic random tensors, one per parameter in order (Tensor::Random, seeded by `seed` and
 // the parameter's position); a parameter that carries data gets that data.
 std::vector<Tensor> RandomInputs(const Graph& graph, uint64_t seed);
+// The one of them at position `index` of graph.params().
+Tensor RandomInput(const Graph& graph, size_t index, uint64_t seed);
 
 }  // namespace fusetune

@@ -8,8 +8,10 @@
 namespace fusetune {
 
 struct RooflineTarget {
-  double peak_gflops = 100.0;   // measured once per target (threads included)
-  double bandwidth_gbs = 20.0;  // measured once per target
+  // Measured once per target fingerprint, at the thread count of the first tune that needed them
+  // (the store keys targets by fingerprint alone, so other thread counts reuse those figures).
+  double peak_gflops = 100.0;
+  double bandwidth_gbs = 20.0;
 };
 
 struct GroupCost {

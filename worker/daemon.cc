@@ -223,6 +223,7 @@ class Daemon {
 
   v1::MeasurementResult RunOne(const v1::MeasurementJob& message) {
     auto start = std::chrono::steady_clock::now();
+    const double idle_ms = std::chrono::duration<double, std::milli>(start - last_job_end_).count();
     v1::MeasurementResult out;
     try {
       MeasureJob job = JobFromProto(message);
@@ -231,6 +232,7 @@ class Daemon {
       JobResult result = options_.synthetic ? SyntheticResult(job) : sandbox_.Run(job);
       result.id = message.job_id();
       result.target = target_.fingerprint();
+      result.phases.idle_ms = idle_ms;
       out = ResultToProto(result);
       int ran = 0;
       for (const PlanResult& p : result.plans) ran += p.ok ? 1 : 0;
@@ -239,12 +241,14 @@ class Daemon {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count(),
           ran, result.plans.size());
+      spdlog::debug("job {} phases: {}", message.job_id(), DescribePhases(result.phases));
     } catch (const std::exception& e) {
       out.set_job_id(message.job_id());
       out.set_failure(fmt::format("the worker could not read the job: {}", e.what()));
       spdlog::warn("job {}: {}", message.job_id(), out.failure());
     }
     out.set_worker_id(worker_id_);
+    last_job_end_ = std::chrono::steady_clock::now();
     return out;
   }
 
@@ -334,6 +338,8 @@ class Daemon {
   bool done_ = false;
   int64_t current_job_ = 0;
   std::chrono::milliseconds heartbeat_interval_{1000};
+  // When the last job ended (first: when the daemon started): the next job's idle time from here.
+  std::chrono::steady_clock::time_point last_job_end_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace

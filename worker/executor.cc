@@ -1,6 +1,6 @@
 #include "worker/executor.h"
 
-#include <cmath>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -14,12 +14,14 @@ namespace fusetune {
 struct PlanExecutor::Step {
   FusedGroup group;
   Schedule schedule;
-  std::unique_ptr<codegen::CompiledKernel> kernel;
+  std::shared_ptr<const codegen::CompiledKernel> kernel;
   std::vector<void*> buffers;  // group inputs, then outputs (kernel_abi.h)
 };
 
-PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads)
+PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
+                           KernelCache* kernels)
     : graph_(graph), plan_(plan), threads_(threads) {
+  const codegen::CompileOptions options{.opt_level = 3, .threads = threads};
   ValidatePlan(graph, plan);
   runtime::SetNumThreads(threads);
   values_.resize(graph.values().size());
@@ -34,8 +36,17 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
     Step step;
     step.group = *group;
     step.schedule = pg.schedule;
-    step.kernel = codegen::CompileGroup(graph, step.group, pg.schedule, jit,
-                                        {.opt_level = 3, .threads = threads});
+    std::string key;
+    if (kernels) {
+      key = KernelKey(graph, step.group, pg.schedule, jit.target().Fingerprint(), threads,
+                      options.opt_level);
+      step.kernel = kernels->Find(key);
+    }
+    if (!step.kernel) {
+      step.kernel = codegen::CompileGroup(graph, step.group, pg.schedule, jit, options);
+      ++compiled_;
+      if (kernels) kernels->Put(key, step.kernel);
+    }
     for (ValueId out : step.group.outputs) values_[out] = Tensor(graph.value(out).type);
     steps_.push_back(std::move(step));
   }
@@ -100,7 +111,7 @@ std::vector<Tensor> PlanExecutor::Outputs() const {
   return outs;
 }
 
-PlanProfile PlanExecutor::Measure(const TimingOptions& options) {
+PlanProfile PlanExecutor::Measure(const TimingOptions& options, KernelTimes kernel_times) {
   runtime::SetNumThreads(threads_);
   PlanProfile result;
   for (Step& step : steps_) {
@@ -108,29 +119,36 @@ PlanProfile PlanExecutor::Measure(const TimingOptions& options) {
     k.nodes = step.group.nodes;
     k.schedule = step.schedule;
     k.compile = step.kernel->times();
-    void** buffers = step.buffers.data();
-    const codegen::CompiledKernel* kernel = step.kernel.get();
-    k.timing = TimeCalls([&] { kernel->Run(buffers); }, options);
     result.kernels.push_back(std::move(k));
   }
-  result.total = TimeCalls([&] { Run(); }, options);
-  return result;
-}
-
-double MaxAbsError(std::span<const Tensor> got, std::span<const Tensor> want) {
-  if (got.size() != want.size()) throw UserError("output counts differ");
-  double worst = 0;
-  for (size_t o = 0; o < got.size(); ++o) {
-    if (got[o].type() != want[o].type()) throw UserError("output types differ");
-    for (int64_t i = 0; i < got[o].size(); ++i) {
-      double a = got[o].Get(i), b = want[o].Get(i);
-      if (std::isnan(a) && std::isnan(b)) continue;
-      if (a == b) continue;  // equal infinities too
-      worst = std::max(worst, std::fabs(a - b));
-      if (std::isnan(worst)) worst = INFINITY;
+  if (steps_.size() != 1 && kernel_times == KernelTimes::kSeparately) {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      void** buffers = steps_[i].buffers.data();
+      const codegen::CompiledKernel* kernel = steps_[i].kernel.get();
+      result.kernels[i].timing = TimeCalls([&] { kernel->Run(buffers); }, options);
     }
   }
-  return worst;
+  result.total = TimeCalls([&] { Run(); }, options);
+  if (steps_.size() == 1) {
+    result.kernels[0].timing = result.total;
+  } else if (kernel_times == KernelTimes::kInSequence) {
+    using Clock = std::chrono::steady_clock;
+    std::vector<Clock::duration> spent(steps_.size(), Clock::duration::zero());
+    const int number = std::max(1, result.total.number);
+    for (int call = 0; call < number; ++call) {
+      Clock::time_point before = Clock::now();
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        steps_[i].kernel->Run(steps_[i].buffers.data());
+        Clock::time_point after = Clock::now();
+        spent[i] += after - before;
+        before = after;
+      }
+    }
+    for (size_t i = 0; i < steps_.size(); ++i)
+      result.kernels[i].timing =
+          Summarize({std::chrono::duration<double, std::micro>(spent[i]).count() / number}, number);
+  }
+  return result;
 }
 
 }  // namespace fusetune

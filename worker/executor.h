@@ -1,8 +1,8 @@
 #pragma once
 // Runs a whole graph under a Plan (ir/plan.h) as its sequence of JIT-compiled kernels, with one
 // buffer per value that crosses a kernel boundary (values inside a group are never stored).
-// Times each kernel and the whole sequence, and compares the graph outputs with the reference
-// interpreter. No LLVM header: code generation is behind worker/codegen/compile.h.
+// Times each kernel and the whole sequence; worker/output_check.h judges the outputs. No LLVM
+// header: code generation is behind worker/codegen/compile.h.
 #include <memory>
 #include <span>
 #include <string>
@@ -12,6 +12,7 @@
 #include "ir/plan.h"
 #include "ir/tensor.h"
 #include "worker/codegen/compile.h"
+#include "worker/kernel_cache.h"
 #include "worker/timing.h"
 
 namespace fusetune {
@@ -31,8 +32,10 @@ struct PlanProfile {
 class PlanExecutor {
  public:
   // Validates the plan and compiles every group for `threads` threads (which it also sets on the
-  // runtime pool). Throws UserError for a bad plan or a group the code generator refuses.
-  PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads);
+  // runtime pool), taking the kernels `kernels` already holds from there and adding the others.
+  // Throws UserError for a bad plan or a group the code generator refuses.
+  PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
+               KernelCache* kernels = nullptr);
   ~PlanExecutor();
 
   // Parameter values, in either form ir/interpreter.h accepts (one per parameter, or one per
@@ -42,9 +45,18 @@ class PlanExecutor {
   void Run();
   // The graph's outputs after Run (copies).
   std::vector<Tensor> Outputs() const;
-  PlanProfile Measure(const TimingOptions& options);
+  // Times the whole sequence, and each kernel as `kernel_times` says. A plan of one kernel is
+  // timed once: its kernel's figure is the whole's.
+  enum class KernelTimes {
+    kSeparately,  // each kernel alone, like the whole (`fusetune run`'s per-kernel figures)
+    kInSequence,  // from clock reads between the kernels in one more repeat of the whole (jobs,
+                  // where only the whole decides and the kernels' figures are for calibration)
+  };
+  PlanProfile Measure(const TimingOptions& options,
+                      KernelTimes kernel_times = KernelTimes::kSeparately);
 
   int num_kernels() const;
+  int num_compiled() const { return compiled_; }  // kernels not found in the cache
 
  private:
   struct Step;
@@ -53,9 +65,7 @@ class PlanExecutor {
   int threads_;
   std::vector<Step> steps_;
   std::vector<Tensor> values_;  // by ValueId: params, constants, and kernel outputs
+  int compiled_ = 0;
 };
-
-// Largest |a - b| over every output (NaNs in the same place count as equal).
-double MaxAbsError(std::span<const Tensor> got, std::span<const Tensor> want);
 
 }  // namespace fusetune

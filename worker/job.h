@@ -41,15 +41,69 @@ struct PlanResult {
   std::string reason;  // why not ok: compile error, wrong result (with the error), crash, timeout
   double median_us = 0, min_us = 0, stddev_us = 0;
   int64_t number = 0, repeat = 0;
-  double compile_ms = 0;
+  double compile_ms = 0;  // this plan's kernels (0 when every one was found compiled)
+  double check_ms = 0;    // one run of the plan and the comparison with the reference
+  double timing_ms = 0;   // the timing harness
   double max_abs_error = 0;
   std::vector<double> kernel_us;  // per group, in plan order
 };
+
+// Where a job's wall time went, in milliseconds, so a tune can say what its measurements cost.
+// The process that ran the job fills the first six; a sandbox's parent adds its own overhead, and
+// the farm's daemon the time it waited for the job.
+struct JobPhases {
+  double parse_ms = 0;      // the graph and the plans read
+  double reference_ms = 0;  // random inputs and the reference interpreter's outputs
+  double setup_ms = 0;      // the JIT (LLVM) made ready
+  double compile_ms = 0;    // every plan's kernels
+  double check_ms = 0;      // every plan run once and compared with the reference
+  double timing_ms = 0;     // the timing harness
+  double sandbox_ms = 0;    // starting the sandbox child, the pipe and JSON, beyond the job itself
+  double idle_ms = 0;       // before the job: the worker reporting its last result and leasing
+  double total_ms = 0;      // the job where it ran (the sum of the first six, and what they miss)
+};
+
+// Every figure of JobPhases with its name: the one list that the JSON and wire forms and the logs
+// follow.
+struct PhaseField {
+  const char* name;
+  double JobPhases::*figure;
+};
+inline constexpr PhaseField kPhaseFields[] = {
+    {"parse_ms", &JobPhases::parse_ms},     {"reference_ms", &JobPhases::reference_ms},
+    {"setup_ms", &JobPhases::setup_ms},     {"compile_ms", &JobPhases::compile_ms},
+    {"check_ms", &JobPhases::check_ms},     {"timing_ms", &JobPhases::timing_ms},
+    {"sandbox_ms", &JobPhases::sandbox_ms}, {"idle_ms", &JobPhases::idle_ms},
+    {"total_ms", &JobPhases::total_ms}};
+
+inline JobPhases& operator+=(JobPhases& total, const JobPhases& part) {
+  for (const PhaseField& f : kPhaseFields) total.*f.figure += part.*f.figure;
+  return total;
+}
+
+// "parse 1.2 ms, reference 30.0 ms, ..." for logs: every figure that is not zero.
+std::string DescribePhases(const JobPhases& phases);
+
+// What the job found ready in the worker's caches (worker/job_runner.h) and what it had to make.
+struct JobReuse {
+  int kernels_compiled = 0;
+  int kernels_reused = 0;
+  int reference_nodes_evaluated = 0;  // 0: every reference output was kept from earlier jobs
+};
+
+inline JobReuse& operator+=(JobReuse& total, const JobReuse& part) {
+  total.kernels_compiled += part.kernels_compiled;
+  total.kernels_reused += part.kernels_reused;
+  total.reference_nodes_evaluated += part.reference_nodes_evaluated;
+  return total;
+}
 
 struct JobResult {
   int64_t id = 0;
   std::string target;  // fingerprint of the machine that measured
   std::vector<PlanResult> plans;
+  JobPhases phases;
+  JobReuse reuse;
 };
 
 std::string JobToJson(const MeasureJob& job);
@@ -59,9 +113,5 @@ JobResult ResultFromJson(const std::string& json);  // throws UserError
 
 // Every plan of `job` marked failed with `reason` (a crash or timeout of the sandbox).
 JobResult FailedResult(const MeasureJob& job, const std::string& reason);
-
-// Runs the job in this process: parse, compile every group, check every plan's outputs against
-// the reference interpreter, time. Never throws for a bad kernel: that is a failed PlanResult.
-JobResult RunJob(const MeasureJob& job);
 
 }  // namespace fusetune

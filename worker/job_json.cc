@@ -66,9 +66,18 @@ std::string ResultToJson(const JobResult& r) {
                      {"number", p.number},
                      {"repeat", p.repeat},
                      {"compile_ms", p.compile_ms},
+                     {"check_ms", p.check_ms},
+                     {"timing_ms", p.timing_ms},
                      {"max_abs_error", p.max_abs_error},
                      {"kernel_us", p.kernel_us}});
-  return json{{"id", r.id}, {"target", r.target}, {"plans", plans}}.dump();
+  json phases = json::object();
+  for (const PhaseField& f : kPhaseFields) phases[f.name] = r.phases.*f.figure;
+  json reuse = {{"kernels_compiled", r.reuse.kernels_compiled},
+                {"kernels_reused", r.reuse.kernels_reused},
+                {"reference_nodes_evaluated", r.reuse.reference_nodes_evaluated}};
+  return json{
+      {"id", r.id}, {"target", r.target}, {"plans", plans}, {"phases", phases}, {"reuse", reuse}}
+      .dump();
 }
 
 JobResult ResultFromJson(const std::string& text) {
@@ -88,14 +97,38 @@ JobResult ResultFromJson(const std::string& text) {
       t.number = p.value("number", int64_t{0});
       t.repeat = p.value("repeat", int64_t{0});
       t.compile_ms = p.value("compile_ms", 0.0);
+      t.check_ms = p.value("check_ms", 0.0);
+      t.timing_ms = p.value("timing_ms", 0.0);
       t.max_abs_error = p.value("max_abs_error", 0.0);
       t.kernel_us = p.value("kernel_us", std::vector<double>{});
       r.plans.push_back(std::move(t));
+    }
+    if (j.contains("phases")) {  // results stored by earlier versions have none
+      const json& f = j["phases"];
+      for (const PhaseField& p : kPhaseFields) r.phases.*p.figure = f.value(p.name, 0.0);
+    }
+    if (j.contains("reuse")) {
+      const json& u = j["reuse"];
+      r.reuse.kernels_compiled = u.value("kernels_compiled", 0);
+      r.reuse.kernels_reused = u.value("kernels_reused", 0);
+      r.reuse.reference_nodes_evaluated = u.value("reference_nodes_evaluated", 0);
     }
     return r;
   } catch (const json::exception& e) {
     throw UserError(fmt::format("malformed measurement result: {}", e.what()));
   }
+}
+
+std::string DescribePhases(const JobPhases& phases) {
+  std::string out;
+  for (const PhaseField& f : kPhaseFields) {
+    const double ms = phases.*f.figure;
+    if (ms <= 0) continue;
+    std::string_view name = f.name;
+    name.remove_suffix(3);  // "_ms"
+    out += fmt::format("{}{} {:.1f} ms", out.empty() ? "" : ", ", name, ms);
+  }
+  return out.empty() ? "none recorded" : out;
 }
 
 JobResult FailedResult(const MeasureJob& job, const std::string& reason) {

@@ -47,6 +47,14 @@ void CheckFigure(double value, const std::string& where) {
     throw UserError(fmt::format("{}: {} is not a finite, non-negative figure", where, value));
 }
 
+// The field of v1::JobPhases that holds the JobPhases figure `name` (the same names).
+const google::protobuf::FieldDescriptor* ProtoPhaseField(const char* name) {
+  const google::protobuf::FieldDescriptor* field =
+      v1::JobPhases::descriptor()->FindFieldByName(name);
+  FT_CHECK(field != nullptr, fmt::format("v1.JobPhases has no field {}", name));
+  return field;
+}
+
 }  // namespace
 
 v1::MeasurementJob JobToProto(const MeasureJob& job) {
@@ -111,8 +119,16 @@ v1::MeasurementResult ResultToProto(const JobResult& result) {
     t->set_repeat(static_cast<int32_t>(p.repeat));
     t->set_compile_ms(p.compile_ms);
     t->set_max_abs_error(p.max_abs_error);
+    t->set_check_ms(p.check_ms);
+    t->set_timing_ms(p.timing_ms);
     for (double us : p.kernel_us) t->add_kernel_us(us);
   }
+  v1::JobPhases* phases = m.mutable_phases();
+  for (const PhaseField& f : kPhaseFields)
+    phases->GetReflection()->SetDouble(phases, ProtoPhaseField(f.name), result.phases.*f.figure);
+  m.mutable_reuse()->set_kernels_compiled(result.reuse.kernels_compiled);
+  m.mutable_reuse()->set_kernels_reused(result.reuse.kernels_reused);
+  m.mutable_reuse()->set_reference_nodes_evaluated(result.reuse.reference_nodes_evaluated);
   return m;
 }
 
@@ -128,6 +144,8 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
                                 {t.min_us(), "min_us"},
                                 {t.stddev_us(), "stddev_us"},
                                 {t.compile_ms(), "compile_ms"},
+                                {t.check_ms(), "check_ms"},
+                                {t.timing_ms(), "timing_ms"},
                                 {t.max_abs_error(), "max_abs_error"}})
       CheckFigure(value, where + "." + field);
     if (t.number() < 0 || t.repeat() < 0)
@@ -146,6 +164,8 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
     p.number = t.number();
     p.repeat = t.repeat();
     p.compile_ms = t.compile_ms();
+    p.check_ms = t.check_ms();
+    p.timing_ms = t.timing_ms();
     p.max_abs_error = t.max_abs_error();
     for (int k = 0; k < t.kernel_us_size(); ++k) {
       CheckFigure(t.kernel_us(k), fmt::format("{}.kernel_us[{}]", where, k));
@@ -153,6 +173,18 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
     }
     r.plans.push_back(std::move(p));
   }
+  for (const PhaseField& f : kPhaseFields) {
+    double value = m.phases().GetReflection()->GetDouble(m.phases(), ProtoPhaseField(f.name));
+    CheckFigure(value, fmt::format("result.phases.{}", f.name));
+    r.phases.*f.figure = value;
+  }
+  const v1::JobReuse& reuse = m.reuse();
+  if (reuse.kernels_compiled() < 0 || reuse.kernels_reused() < 0 ||
+      reuse.reference_nodes_evaluated() < 0)
+    throw UserError("result.reuse: counts must not be negative");
+  r.reuse.kernels_compiled = reuse.kernels_compiled();
+  r.reuse.kernels_reused = reuse.kernels_reused();
+  r.reuse.reference_nodes_evaluated = reuse.reference_nodes_evaluated();
   return r;
 }
 

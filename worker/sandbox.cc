@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "worker/job_runner.h"
 
 extern char** environ;
 
@@ -91,11 +92,19 @@ void Sandbox::Stop() {
 }
 
 JobResult Sandbox::Run(const MeasureJob& job) {
+  const auto start = std::chrono::steady_clock::now();
+  // The parent's own share of the job: what the child did not account for.
+  auto with_overhead = [&](JobResult result) {
+    double wall =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    result.phases.sandbox_ms = std::max(0.0, wall - result.phases.total_ms);
+    return result;
+  };
   JobResult result = RunOnce(job);
   bool all_failed = !result.plans.empty();
   for (const PlanResult& t : result.plans)
     all_failed &= !t.ok && t.reason == result.plans[0].reason;
-  if (!all_failed || job.plans.size() < 2 || !child_died_) return result;
+  if (!all_failed || job.plans.size() < 2 || !child_died_) return with_overhead(std::move(result));
   // The child died (or hung) somewhere in the job: run each plan alone, so one crashing kernel
   // fails only its own plan.
   JobResult merged;
@@ -106,8 +115,10 @@ JobResult Sandbox::Run(const MeasureJob& job) {
     JobResult one = RunOnce(single);
     if (merged.target.empty()) merged.target = one.target;
     merged.plans.push_back(one.plans.at(0));
+    merged.phases += one.phases;
+    merged.reuse += one.reuse;
   }
-  return merged;
+  return with_overhead(std::move(merged));
 }
 
 JobResult Sandbox::RunOnce(const MeasureJob& job) {
@@ -174,12 +185,13 @@ int RunSandboxChild() {
   ::dup2(2, 1);
   FILE* answers = ::fdopen(answer_fd, "w");
   if (!answers) return 1;
+  JobRunner runner;  // its JIT and caches live as long as this child
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
     JobResult result;
     try {
-      result = RunJob(JobFromJson(line));
+      result = runner.Run(JobFromJson(line));
     } catch (const std::exception& e) {
       // A job this child cannot read: answer for its id when it has one, so the parent does not
       // wait.

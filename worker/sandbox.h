@@ -2,8 +2,10 @@
 // The sandbox: measurement jobs run in a child process, so a kernel that crashes or hangs fails its
 // job, not the worker or the server. The child is this same binary started as
 // `fusetune sandbox-child`; it reads jobs as JSON lines on stdin and answers each with a JSON line
-// on stdout. It stays up between jobs (starting a process and LLVM for every job would dominate
-// the time of small kernels) and is started again after a crash or a time-out.
+// on stdout. It stays up between jobs, with its JIT and its caches of compiled kernels and
+// reference values (worker/job_runner.h): starting a process and LLVM, compiling again and
+// interpreting again for every job would dominate the time of small kernels. After a crash or a
+// time-out it is replaced (the caches start empty) and the next job runs.
 #include <sys/types.h>
 #include <chrono>
 #include <string>

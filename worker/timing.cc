@@ -16,6 +16,23 @@ double NowUs() {
       .count();
 }
 
+// Whether an adaptive timing has seen enough after `samples` (see timing.h).
+bool Enough(const std::vector<double>& samples, const TimingOptions& o, bool* raced) {
+  const int n = static_cast<int>(samples.size());
+  if (n >= std::max(1, o.repeat)) return true;
+  if (o.min_repeat <= 0) return false;
+  auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
+  if (o.race_us > 0 && n >= o.race_after && *lo > o.race_us * (1.0 + o.race_margin)) {
+    *raced = true;
+    return true;
+  }
+  if (n < o.min_repeat) return false;
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  return *hi - *lo <= o.tolerance * median;
+}
+
 }  // namespace
 
 void FlushCaches() {
@@ -28,31 +45,11 @@ void FlushCaches() {
   g_flush_sink = sum;
 }
 
-Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options) {
-  for (int i = 0; i < options.warmup; ++i) call();
-  int number = options.number > 0 ? options.number : 1;
-  if (options.number <= 0 && !options.flush_cache) {
-    // Grow `number` until one repeat lasts min_repeat_ms (capped so a slow call is not repeated
-    // needlessly: one call longer than the minimum keeps number = 1).
-    for (;;) {
-      double start = NowUs();
-      for (int i = 0; i < number; ++i) call();
-      double elapsed_ms = (NowUs() - start) / 1000.0;
-      if (elapsed_ms >= options.min_repeat_ms || number >= (1 << 24)) break;
-      double factor = elapsed_ms > 0 ? options.min_repeat_ms / elapsed_ms : 16.0;
-      number =
-          static_cast<int>(std::min<double>(number * std::clamp(factor * 1.1, 2.0, 16.0), 1 << 24));
-    }
-  }
+Timing Summarize(std::vector<double> samples_us, int number) {
   Timing t;
   t.number = number;
-  t.repeat = std::max(1, options.repeat);
-  for (int r = 0; r < t.repeat; ++r) {
-    if (options.flush_cache) FlushCaches();
-    double start = NowUs();
-    for (int i = 0; i < number; ++i) call();
-    t.samples_us.push_back((NowUs() - start) / number);
-  }
+  t.repeat = static_cast<int>(samples_us.size());
+  t.samples_us = std::move(samples_us);
   std::vector<double> sorted = t.samples_us;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();
@@ -62,6 +59,39 @@ Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options
   double var = 0;
   for (double s : sorted) var += (s - mean) * (s - mean);
   t.stddev_us = n > 1 ? std::sqrt(var / (n - 1)) : 0.0;
+  return t;
+}
+
+Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options) {
+  for (int i = 0; i < options.warmup; ++i) call();
+  int number = options.number > 0 ? options.number : 1;
+  std::vector<double> samples;
+  if (options.number <= 0 && !options.flush_cache) {
+    // Grow `number` until one repeat lasts min_repeat_ms (capped so a slow call is not repeated
+    // needlessly: one call longer than the minimum keeps number = 1). The run that reaches it is
+    // a repeat like the others: it comes after the warm-up and the shorter runs.
+    for (;;) {
+      double start = NowUs();
+      for (int i = 0; i < number; ++i) call();
+      double elapsed_us = NowUs() - start;
+      if (elapsed_us / 1000.0 >= options.min_repeat_ms || number >= (1 << 24)) {
+        samples.push_back(elapsed_us / number);
+        break;
+      }
+      double factor = elapsed_us > 0 ? options.min_repeat_ms * 1000.0 / elapsed_us : 16.0;
+      number =
+          static_cast<int>(std::min<double>(number * std::clamp(factor * 1.1, 2.0, 16.0), 1 << 24));
+    }
+  }
+  bool raced = false;
+  while (samples.empty() || !Enough(samples, options, &raced)) {
+    if (options.flush_cache) FlushCaches();
+    double start = NowUs();
+    for (int i = 0; i < number; ++i) call();
+    samples.push_back((NowUs() - start) / number);
+  }
+  Timing t = Summarize(std::move(samples), number);
+  t.raced = raced;
   return t;
 }
 

@@ -1,8 +1,14 @@
 #pragma once
-// The timing harness: warm-up calls, then `repeat` repeats of `number` back-to-back calls, with
-// `number` grown (doubling) until one repeat lasts at least `min_repeat_ms`; per-call times of
-// the repeats give median, min and standard deviation. Optionally the caches are flushed before
-// each repeat (then `number` stays 1 so every timed call starts cold).
+// The timing harness: warm-up calls, then repeats of `number` back-to-back calls, with `number`
+// grown (doubling or more) until one repeat lasts at least `min_repeat_ms` — the last of those
+// growing runs is the first repeat —; per-call times of the repeats give median, min and standard
+// deviation. Optionally the caches are flushed before each repeat (then `number` stays 1 so every
+// timed call starts cold).
+//
+// Adaptive (min_repeat > 0): after `min_repeat` repeats, timing stops as soon as the repeats agree
+// within `tolerance` (max - min against the median), or, racing, as soon as even the fastest
+// repeat is slower than `race_us` by `race_margin` (a call that cannot be the best); it never
+// takes more than `repeat` repeats. Otherwise exactly `repeat` repeats.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -15,6 +21,12 @@ struct TimingOptions {
   int number = 0;  // calls per repeat; 0: grow until a repeat lasts min_repeat_ms
   double min_repeat_ms = 20.0;
   bool flush_cache = false;
+  // Adaptive stopping (not sent with jobs: the worker sets it, see worker/job_runner.cc).
+  int min_repeat = 0;       // 0: always `repeat` repeats
+  double tolerance = 0.02;  // repeats agree when (max - min) / median is at most this
+  double race_us = 0;       // > 0: the best time known for the same work
+  double race_margin = 0.10;
+  int race_after = 2;  // repeats before racing may stop
 };
 
 struct Timing {
@@ -23,10 +35,14 @@ struct Timing {
   double stddev_us = 0;
   int number = 0;
   int repeat = 0;
+  bool raced = false;              // stopped early as clearly slower than options.race_us
   std::vector<double> samples_us;  // per-call time of each repeat
 };
 
 Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options = {});
+
+// Median, min and standard deviation of `samples_us` (at least one) into a Timing.
+Timing Summarize(std::vector<double> samples_us, int number);
 
 // Evicts the caches by touching a buffer larger than the last-level cache.
 void FlushCaches();

@@ -16,6 +16,7 @@
 #include "ir/plan.h"
 #include "worker/codegen/jit.h"
 #include "worker/executor.h"
+#include "worker/output_check.h"
 #include "worker/timing.h"
 
 namespace fusetune::testing {
@@ -45,7 +46,7 @@ TEST(Executor, PlansAgreeWithInterpreter) {
         EXPECT_EQ(executor.num_kernels(), static_cast<int>(plan.groups.size()));
         executor.SetInputs(inputs);
         executor.Run();
-        EXPECT_LT(MaxAbsError(executor.Outputs(), want), 1e-4)
+        EXPECT_LT(CompareOutputs(executor.Outputs(), want).max_abs_error, 1e-4)
             << plan.name << " at " << threads << " threads";
         TimingOptions quick;
         quick.warmup = 1;

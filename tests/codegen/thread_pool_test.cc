@@ -1,6 +1,9 @@
 // The runtime pool covers every index exactly once, at every thread count, call after call,
-// including tiny and uneven ranges; calls from inside a chunk run serially.
+// including tiny and uneven ranges; calls from inside a chunk run serially; a worker started just
+// before the first loop takes part in it.
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -52,6 +55,42 @@ TEST(ThreadPool, NestedCallsRunSerially) {
   Nested n;
   fusetune_parallel_for(100, Outer, &n);
   EXPECT_EQ(n.total.load(), 1000);
+  SetNumThreads(1);
+}
+
+// Two chunks: the caller's own chunk waits until the other chunk has started, which only the
+// pool's worker can run. A worker that missed the loop (it once did when the loop was posted
+// before the new thread read the pool's generation) leaves the wait to time out.
+struct Rendezvous {
+  std::atomic<bool> second_started{false};
+  std::atomic<bool> timed_out{false};
+};
+
+void MeetOther(void* ctx, int64_t begin, int64_t) {
+  auto* r = static_cast<Rendezvous*>(ctx);
+  if (begin == 1) {
+    r->second_started = true;
+    return;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!r->second_started) {
+    if (std::chrono::steady_clock::now() > until) {
+      r->timed_out = true;
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
+
+// Run by ctest in a fresh process, so the worker is created by this SetNumThreads, right before
+// the loop, with no sleep in between.
+TEST(ThreadPool, NewWorkerTakesPartInTheFirstLoop) {
+  if (MaxThreads() < 2) GTEST_SKIP() << "one hardware thread";
+  SetNumThreads(2);
+  Rendezvous r;
+  fusetune_parallel_for(2, MeetOther, &r);
+  EXPECT_TRUE(r.second_started.load());
+  EXPECT_FALSE(r.timed_out.load()) << "the pool's worker never ran the second chunk";
   SetNumThreads(1);
 }
 

@@ -2,10 +2,8 @@
 // at 1 and 2 threads, against a double-precision reference. Also the B-packing runtime routine.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "ir/matmul_schedule.h"
@@ -43,20 +41,7 @@ std::vector<double> Reference(const MatmulLayout& l, const std::vector<float>& a
   return out;
 }
 
-// Starts the pool's worker thread once, before any parallel loop: a worker that starts after
-// the first job was posted misses it (a race in the pool at thread creation; reported).
-void StartPool() {
-  static bool started = [] {
-    runtime::SetNumThreads(2);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    runtime::SetNumThreads(1);
-    return true;
-  }();
-  (void)started;
-}
-
 Jit& TheJit() {
-  StartPool();
   static Jit jit;
   return jit;
 }

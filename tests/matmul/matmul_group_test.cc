@@ -4,10 +4,8 @@
 // non-float outputs, every schedule of the space, at 1 and 2 threads.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -25,20 +23,7 @@
 namespace fusetune::codegen {
 namespace {
 
-// Starts the pool's worker thread once, before any parallel loop: a worker that starts after
-// the first job was posted misses it (a race in the pool at thread creation; reported).
-void StartPool() {
-  static bool started = [] {
-    runtime::SetNumThreads(2);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    runtime::SetNumThreads(1);
-    return true;
-  }();
-  (void)started;
-}
-
 Jit& TheJit() {
-  StartPool();
   static Jit jit;
   return jit;
 }

@@ -8,14 +8,8 @@
 #include "ir/error.h"
 #include "worker/codegen/lower_llvm.h"
 #include "worker/codegen/runtime/thread_pool.h"
-#include "worker/codegen/templates/templates.h"
-
-#if __has_include("worker/codegen/templates/matmul.h")
 #include "worker/codegen/templates/matmul.h"
-#define FUSETUNE_HAS_MATMUL_TEMPLATE 1
-#else
-#define FUSETUNE_HAS_MATMUL_TEMPLATE 0
-#endif
+#include "worker/codegen/templates/templates.h"
 
 namespace fusetune::codegen {
 namespace {
@@ -40,8 +34,6 @@ void CheckDTypes(const Graph& graph, const FusedGroup& group) {
 
 }  // namespace
 
-bool HasMatmulTemplate() { return FUSETUNE_HAS_MATMUL_TEMPLATE; }
-
 Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                         const TargetInfo& target, const std::string& name) {
   CheckDTypes(graph, group);
@@ -52,12 +44,8 @@ Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Sched
       return BuildReduceKernel(graph, group, ReadKnobs(schedule, target), name);
     case GroupTemplate::kComposite:
       return BuildCompositeKernel(graph, group, ReadKnobs(schedule, target), name);
-    case GroupTemplate::kMatmul: {
-      Schedule loop_nest;  // the fallback understands only the generic knobs
-      for (const auto& [key, value] : schedule.knobs)
-        if (key == "parallel") loop_nest.Set(key, value);
-      return BuildLoopNestMatmulKernel(graph, group, ReadKnobs(loop_nest, target), name);
-    }
+    case GroupTemplate::kMatmul:
+      throw UserError("a matmul group has no kernel IR: its template emits LLVM IR directly");
   }
   throw UserError("unknown group template");
 }
@@ -68,14 +56,12 @@ std::unique_ptr<JitModule> EmitGroupModule(const Graph& graph, const FusedGroup&
                                            const CompileOptions& options) {
   CheckDTypes(graph, group);
   auto module = jit.NewModule(symbol);
-#if FUSETUNE_HAS_MATMUL_TEMPLATE
   if (group.templ == GroupTemplate::kMatmul) {
     int threads = options.threads > 0 ? options.threads : runtime::NumThreads();
     EmitMatmulKernel(module->module(), graph, group, schedule, jit.target(), symbol, threads);
     jit.Verify(*module);
     return module;
   }
-#endif
   Kernel kernel = BuildGroupKernel(graph, group, schedule, jit.target(), symbol);
   LowerKernel(kernel, jit, *module, symbol);
   return module;

@@ -1,7 +1,8 @@
 #pragma once
 // Fused group -> running kernel: template (by GroupTemplate) -> kernel IR -> LLVM IR -> O3 ->
-// ORC JIT. The kernel follows kernel_abi.h: buffers = group inputs then outputs. No LLVM header
-// here, so the executor and tools use it without LLVM's include path.
+// ORC JIT; the matmul template skips the kernel IR and emits LLVM IR directly. The kernel follows
+// kernel_abi.h: buffers = group inputs then outputs. No LLVM header here, so the executor and
+// tools use it without LLVM's include path.
 #include <memory>
 #include <string>
 
@@ -15,7 +16,7 @@
 namespace fusetune::codegen {
 
 struct CompileTimes {
-  double lower_ms = 0;     // template + kernel IR + LLVM IR
+  double lower_ms = 0;     // template to LLVM IR (through the kernel IR, except for matmul)
   double optimize_ms = 0;  // the O3 pipeline
   double codegen_ms = 0;   // instruction selection and JIT linking (first lookup)
   double total_ms() const { return lower_ms + optimize_ms + codegen_ms; }
@@ -43,8 +44,8 @@ struct CompileOptions {
   int threads = 0;  // threads the kernel will run with (matmul blocking); 0: the runtime's current
 };
 
-// The kernel IR of a non-matmul group (kMatmul: the loop-nest fallback). Throws UserError on a
-// bad schedule knob or a group the templates do not handle.
+// The kernel IR of a non-matmul group (the matmul template emits LLVM IR directly, so a kMatmul
+// group is a UserError, as are a bad schedule knob and a group the templates do not handle).
 Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                         const TargetInfo& target, const std::string& name);
 
@@ -57,8 +58,5 @@ std::unique_ptr<JitModule> EmitGroupModule(const Graph& graph, const FusedGroup&
 std::unique_ptr<CompiledKernel> CompileGroup(const Graph& graph, const FusedGroup& group,
                                              const Schedule& schedule, Jit& jit,
                                              const CompileOptions& options = {});
-
-// Whether kMatmul groups use the register-blocked template (false: loop-nest fallback).
-bool HasMatmulTemplate();
 
 }  // namespace fusetune::codegen

@@ -17,7 +17,7 @@
 // kComposite    nn.softmax / nn.layer_norm as whole-row kernels: the prologue is evaluated once
 //               per element into a row cache, then max/sum (mean/variance) passes, then the
 //               normalised row goes through the epilogue to the outputs.
-// kMatmul       a plain loop nest (correct, not fast) used only when the matmul template is absent.
+// kMatmul groups are not here: templates/matmul.h emits their LLVM IR directly.
 #include <string>
 
 #include "ir/fusion.h"
@@ -43,7 +43,5 @@ Kernel BuildReduceKernel(const Graph& graph, const FusedGroup& group, const Temp
                          const std::string& name);
 Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const TemplateKnobs& knobs,
                             const std::string& name);
-Kernel BuildLoopNestMatmulKernel(const Graph& graph, const FusedGroup& group,
-                                 const TemplateKnobs& knobs, const std::string& name);
 
 }  // namespace fusetune::codegen

@@ -1,0 +1,75 @@
+// One comparison for `fusetune run` and measurement jobs: a NaN or an infinity where the reference
+// has a number is an infinite error and a wrong output; NaNs in the same place and equal
+// infinities are equal; the tolerance scales with the reference's magnitude.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+#include "worker/output_check.h"
+
+namespace fusetune {
+namespace {
+
+Tensor Floats(std::vector<double> values) {
+  Tensor t(TensorType{DType::kFloat32, {static_cast<int64_t>(values.size())}});
+  for (size_t i = 0; i < values.size(); ++i) t.Set(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
+TEST(OutputCheck, NanWhereTheReferenceHasANumberIsWrong) {
+  // The NaN comes after a small honest difference: an error that kept the larger of the two
+  // with std::max would drop the NaN and report 0.5.
+  std::vector<Tensor> got = {Floats({1.5, NAN, 3.0})};
+  std::vector<Tensor> want = {Floats({1.0, 2.0, 3.0})};
+  OutputComparison c = CompareOutputs(got, want);
+  EXPECT_TRUE(std::isinf(c.max_abs_error)) << c.max_abs_error;
+  EXPECT_FALSE(c.ok());
+  EXPECT_EQ(c.wrong_output, 0);
+}
+
+TEST(OutputCheck, NanInTheSecondOutputIsFound) {
+  std::vector<Tensor> got = {Floats({1.0}), Floats({NAN, 1.0})};
+  std::vector<Tensor> want = {Floats({1.0}), Floats({0.0, 1.0})};
+  OutputComparison c = CompareOutputs(got, want);
+  EXPECT_TRUE(std::isinf(c.max_abs_error));
+  EXPECT_EQ(c.wrong_output, 1);
+}
+
+TEST(OutputCheck, InfinityWhereTheReferenceIsFiniteIsWrong) {
+  std::vector<Tensor> got = {Floats({INFINITY, 0.0})};
+  std::vector<Tensor> want = {Floats({1.0, 0.0})};
+  EXPECT_FALSE(CompareOutputs(got, want).ok());
+}
+
+TEST(OutputCheck, SameNansAndInfinitiesAreEqual) {
+  std::vector<Tensor> got = {Floats({NAN, INFINITY, -INFINITY, 2.0})};
+  std::vector<Tensor> want = {Floats({NAN, INFINITY, -INFINITY, 2.0})};
+  OutputComparison c = CompareOutputs(got, want);
+  EXPECT_EQ(c.max_abs_error, 0.0);
+  EXPECT_TRUE(c.ok());
+}
+
+TEST(OutputCheck, ToleranceScalesWithTheReference) {
+  // 1e-4 of the largest finite magnitude (1000 -> 0.1) plus 1e-5.
+  std::vector<Tensor> want = {Floats({1000.0, 0.0, INFINITY})};
+  EXPECT_NEAR(AllowedError(want[0]), 0.1 + 1e-5, 1e-9);
+  std::vector<Tensor> close = {Floats({1000.0, 0.05, INFINITY})};
+  std::vector<Tensor> far = {Floats({1000.0, 0.2, INFINITY})};
+  EXPECT_TRUE(CompareOutputs(close, want).ok());
+  OutputComparison c = CompareOutputs(far, want);
+  EXPECT_FALSE(c.ok());
+  EXPECT_NEAR(c.wrong_error, 0.2, 1e-6);
+}
+
+TEST(OutputCheck, DifferentCountsOrTypesAreErrors) {
+  std::vector<Tensor> one = {Floats({1.0})};
+  std::vector<Tensor> two = {Floats({1.0}), Floats({1.0})};
+  std::vector<Tensor> longer = {Floats({1.0, 2.0})};
+  EXPECT_THROW(CompareOutputs(one, two), UserError);
+  EXPECT_THROW(CompareOutputs(one, longer), UserError);
+}
+
+}  // namespace
+}  // namespace fusetune

@@ -1,0 +1,98 @@
+// The reference a worker shares between jobs equals the reference each job would compute alone:
+// across repeated graphs, across groups that share an anchor, and never across different inputs
+// (another seed, another parameter order, other constant data).
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "ir/interpreter.h"
+#include "ir/text/relay_parser.h"
+#include "worker/reference_cache.h"
+
+namespace fusetune {
+namespace {
+
+Graph Parse(const std::string& text) { return ParseRelay(text, "test"); }
+
+// The per-job reference: what a job computes with no cache.
+std::vector<Tensor> PerJob(const Graph& g, uint64_t seed) {
+  return Interpret(g, RandomInputs(g, seed));
+}
+
+void ExpectSame(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].type(), want[i].type());
+    EXPECT_EQ(MaxAbsDifference(got[i], want[i]), 0.0) << "output " << i;
+  }
+}
+
+const char* kDense =
+    "fn (%x: Tensor[(16, 32), float32], %w: Tensor[(24, 32), float32]) {\n"
+    "  nn.dense(%x, %w)\n}";
+const char* kDenseBias =
+    "fn (%x: Tensor[(16, 32), float32], %w: Tensor[(24, 32), float32], %b: Tensor[(24), "
+    "float32]) {\n  %0 = nn.dense(%x, %w);\n  %1 = nn.bias_add(%0, %b);\n  tanh(%1)\n}";
+// The same ops with the parameters declared the other way round: other random tensors.
+const char* kDenseSwapped =
+    "fn (%w: Tensor[(24, 32), float32], %x: Tensor[(16, 32), float32]) {\n"
+    "  nn.dense(%x, %w)\n}";
+
+TEST(ReferenceCache, EqualsAPerJobReferenceAndIsComputedOnce) {
+  ReferenceCache cache;
+  Graph g = Parse(kDenseBias);
+  ReferenceCache::Reference first = cache.Get(g, 1);
+  EXPECT_EQ(first.evaluated, 3);
+  ExpectSame(first.outputs, PerJob(g, 1));
+  ExpectSame(first.inputs, RandomInputs(g, 1));
+  // Another job with the same graph (a second schedule, a second validation round).
+  ReferenceCache::Reference again = cache.Get(Parse(kDenseBias), 1);
+  EXPECT_EQ(again.evaluated, 0);
+  ExpectSame(again.outputs, PerJob(g, 1));
+}
+
+TEST(ReferenceCache, GroupsThatShareAnAnchorShareItsValue) {
+  ReferenceCache cache;
+  Graph dense = Parse(kDense), block = Parse(kDenseBias);
+  EXPECT_EQ(cache.Get(dense, 1).evaluated, 1);
+  ReferenceCache::Reference r = cache.Get(block, 1);
+  EXPECT_EQ(r.evaluated, 2);  // bias_add and tanh; the dense is the first job's
+  ExpectSame(r.outputs, PerJob(block, 1));
+}
+
+TEST(ReferenceCache, OtherInputsAreNeverServed) {
+  ReferenceCache cache;
+  Graph dense = Parse(kDense);
+  cache.Get(dense, 1);
+  ReferenceCache::Reference seed2 = cache.Get(dense, 2);
+  EXPECT_EQ(seed2.evaluated, 1);
+  ExpectSame(seed2.outputs, PerJob(dense, 2));
+  Graph swapped = Parse(kDenseSwapped);
+  ReferenceCache::Reference s = cache.Get(swapped, 1);
+  EXPECT_EQ(s.evaluated, 1);
+  ExpectSame(s.outputs, PerJob(swapped, 1));
+  EXPECT_GT(MaxAbsDifference(s.outputs[0], PerJob(dense, 1)[0]), 0.0);
+}
+
+TEST(ReferenceCache, ConstantsAreKeyedByTheirData) {
+  ReferenceCache cache;
+  Graph one = Parse("fn (%x: Tensor[(4), float32]) { add(%x, 1f) }");
+  Graph two = Parse("fn (%x: Tensor[(4), float32]) { add(%x, 2f) }");
+  cache.Get(one, 1);
+  ReferenceCache::Reference r = cache.Get(two, 1);
+  EXPECT_EQ(r.evaluated, 1);
+  ExpectSame(r.outputs, PerJob(two, 1));
+}
+
+TEST(ReferenceCache, StaysWithinItsBound) {
+  // 16x24 floats = 1536 bytes per dense output; inputs 2048 and 3072 bytes.
+  ReferenceCache cache(8000);
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    Graph g = Parse(kDense);
+    ExpectSame(cache.Get(g, seed).outputs, PerJob(g, seed));
+    EXPECT_LE(cache.bytes(), 8000);
+  }
+}
+
+}  // namespace
+}  // namespace fusetune

@@ -1,0 +1,94 @@
+// The sandbox child lives across jobs (its JIT and caches with it); a kernel that crashes or
+// hangs costs only its own job: the child is replaced and the next job runs.
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "ir/plan.h"
+#include "ir/text/relay_parser.h"
+#include "worker/sandbox.h"
+
+namespace fusetune {
+namespace {
+
+const char* kGraph =
+    "fn (%x: Tensor[(64, 64), float32], %y: Tensor[(64, 64), float32]) {\n"
+    "  %0 = subtract(%x, %y);\n  %1 = exp(%0);\n  negative(%1)\n}";
+
+MeasureJob Job(int64_t id, const std::string& groups) {
+  MeasureJob job;
+  job.id = id;
+  job.graph_text = kGraph;
+  job.plans.push_back({"p", "{\"groups\":" + groups + "}"});
+  job.timing.warmup = 1;
+  job.timing.repeat = 3;
+  job.timing.min_repeat_ms = 1;
+  return job;
+}
+// exp fused with its producer: the fault injection's target. The unfused plan has no such group.
+const char* kFusedExp = R"([{"nodes":["%0","%1"]},{"nodes":["%2"]}])";
+const char* kUnfused = R"([{"nodes":["%0"]},{"nodes":["%1"]},{"nodes":["%2"]}])";
+
+// Sets FUSETUNE_TEST_INJECT for the children started while it lives.
+class Inject {
+ public:
+  explicit Inject(const char* spec) { ::setenv("FUSETUNE_TEST_INJECT", spec, 1); }
+  ~Inject() { ::unsetenv("FUSETUNE_TEST_INJECT"); }
+};
+
+TEST(Sandbox, OneChildRunsManyJobsAndKeepsItsCaches) {
+  Sandbox sandbox(std::chrono::seconds(60), FUSETUNE_BINARY);
+  JobResult first = sandbox.Run(Job(1, kUnfused));
+  ASSERT_TRUE(first.plans.at(0).ok) << first.plans[0].reason;
+  EXPECT_EQ(first.reuse.kernels_compiled, 3);
+  EXPECT_EQ(first.reuse.reference_nodes_evaluated, 3);
+  // The same kernels and reference again: found in the child that ran the first job.
+  JobResult second = sandbox.Run(Job(2, kUnfused));
+  ASSERT_TRUE(second.plans.at(0).ok) << second.plans[0].reason;
+  EXPECT_EQ(second.reuse.kernels_compiled, 0);
+  EXPECT_EQ(second.reuse.kernels_reused, 3);
+  EXPECT_EQ(second.reuse.reference_nodes_evaluated, 0);
+  EXPECT_EQ(second.plans[0].max_abs_error, first.plans[0].max_abs_error);
+  EXPECT_GT(second.phases.total_ms, 0.0);
+}
+
+TEST(Sandbox, ACrashCostsOnlyItsJob) {
+  Inject inject("crash:exp");
+  Sandbox sandbox(std::chrono::seconds(60), FUSETUNE_BINARY);
+  JobResult warm = sandbox.Run(Job(1, kUnfused));
+  ASSERT_TRUE(warm.plans.at(0).ok) << warm.plans[0].reason;
+  JobResult crashed = sandbox.Run(Job(2, kFusedExp));
+  ASSERT_EQ(crashed.plans.size(), 1u);
+  EXPECT_FALSE(crashed.plans[0].ok);
+  EXPECT_NE(crashed.plans[0].reason.find("signal"), std::string::npos) << crashed.plans[0].reason;
+  // The next job runs in a new child, which starts with empty caches.
+  JobResult next = sandbox.Run(Job(3, kUnfused));
+  ASSERT_TRUE(next.plans.at(0).ok) << next.plans[0].reason;
+  EXPECT_EQ(next.reuse.kernels_compiled, 3);
+}
+
+TEST(Sandbox, AHangCostsOnlyItsJob) {
+  Inject inject("hang:exp");
+  Sandbox sandbox(std::chrono::seconds(3), FUSETUNE_BINARY);
+  JobResult hung = sandbox.Run(Job(1, kFusedExp));
+  ASSERT_EQ(hung.plans.size(), 1u);
+  EXPECT_FALSE(hung.plans[0].ok);
+  EXPECT_NE(hung.plans[0].reason.find("timed out"), std::string::npos) << hung.plans[0].reason;
+  JobResult next = sandbox.Run(Job(2, kUnfused));
+  ASSERT_TRUE(next.plans.at(0).ok) << next.plans[0].reason;
+}
+
+TEST(Sandbox, OnlyTheGuiltyPlanOfAJobFails) {
+  Inject inject("crash:exp");
+  Sandbox sandbox(std::chrono::seconds(60), FUSETUNE_BINARY);
+  MeasureJob job = Job(1, kUnfused);
+  job.plans.push_back({"fused", std::string("{\"groups\":") + kFusedExp + "}"});
+  JobResult r = sandbox.Run(job);
+  ASSERT_EQ(r.plans.size(), 2u);
+  EXPECT_TRUE(r.plans[0].ok) << r.plans[0].reason;
+  EXPECT_FALSE(r.plans[1].ok);
+}
+
+}  // namespace
+}  // namespace fusetune

@@ -1,0 +1,56 @@
+#include "worker/kernel_cache.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ir/text/signature.h"
+
+namespace fusetune {
+
+std::string KernelKey(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
+                      const std::string& target, int threads, int opt_level) {
+  CanonicalForm form = Canonicalize(graph, group.nodes);
+  auto position = [](const std::vector<ValueId>& in, ValueId v) {
+    auto it = std::find(in.begin(), in.end(), v);
+    return it == in.end() ? -1L : static_cast<long>(it - in.begin());
+  };
+  std::string abi = "inputs";
+  for (ValueId v : group.inputs) abi += fmt::format(" p{}", position(form.inputs, v));
+  abi += "; outputs";
+  for (ValueId v : group.outputs) abi += fmt::format(" n{}", position(form.nodes, v));
+  abi += "; nodes";
+  for (ValueId v : group.nodes) abi += fmt::format(" n{}", position(form.nodes, v));
+  return Hash128Hex(fmt::format("{}\n{}\nschedule {}\ntarget {}\nthreads {}\nopt {}", form.text,
+                                abi, schedule.ToString(), target, threads, opt_level));
+}
+
+KernelCache::KernelCache(size_t max_kernels) : max_kernels_(std::max<size_t>(1, max_kernels)) {}
+
+std::shared_ptr<const codegen::CompiledKernel> KernelCache::Find(const std::string& key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
+  recency_.splice(recency_.begin(), recency_, it->second.position);
+  return it->second.kernel;
+}
+
+void KernelCache::Put(const std::string& key,
+                      std::shared_ptr<const codegen::CompiledKernel> kernel) {
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    it->second.kernel = std::move(kernel);
+    recency_.splice(recency_.begin(), recency_, it->second.position);
+    return;
+  }
+  while (entries_.size() >= max_kernels_) {
+    entries_.erase(recency_.back());
+    recency_.pop_back();
+  }
+  recency_.push_front(key);
+  entries_.emplace(key, Entry{std::move(kernel), recency_.begin()});
+}
+
+}  // namespace fusetune

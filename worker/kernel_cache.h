@@ -1,0 +1,49 @@
+#pragma once
+// Compiled kernels kept for the life of a worker process, so validating and re-timing plans never
+// compiles a kernel that a candidate job already compiled. A kernel is found only under the exact
+// key of what its code depends on (KernelKey): the group's structure in kernel-argument order, the
+// schedule, the target, the thread count and the optimisation level. Bounded in kernels; the least
+// recently used leave first (a plan that still holds one keeps it alive).
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "ir/fusion.h"
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "worker/codegen/compile.h"
+
+namespace fusetune {
+
+// Everything the generated code of `group` depends on: the group's canonical text (ops,
+// attributes, shapes, dtypes, constants), which canonical input and node each kernel argument
+// and each group node is (two groups alike but for the order of their arguments get different
+// keys), the schedule, the target fingerprint, the thread count and the optimisation level.
+std::string KernelKey(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
+                      const std::string& target, int threads, int opt_level);
+
+class KernelCache {
+ public:
+  explicit KernelCache(size_t max_kernels = 1024);
+
+  std::shared_ptr<const codegen::CompiledKernel> Find(const std::string& key);
+  void Put(const std::string& key, std::shared_ptr<const codegen::CompiledKernel> kernel);
+
+  size_t size() const { return entries_.size(); }
+  int64_t hits() const { return hits_; }
+  int64_t misses() const { return misses_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<const codegen::CompiledKernel> kernel;
+    std::list<std::string>::iterator position;  // in recency_, most recent first
+  };
+  size_t max_kernels_;
+  std::unordered_map<std::string, Entry> entries_;
+  std::list<std::string> recency_;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace fusetune
