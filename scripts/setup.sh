@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libopenblas0-pthread: numpy's and PyTorch's BLAS for the bench/ peers (else the slow reference BLAS).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
@@ -11,7 +12,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
   libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
   python3-grpcio python3-protobuf python3-pytest python3-onnx
-  libopenblas0-pthread  # numpy's and PyTorch's BLAS (bench/ peers); else the slow reference BLAS
+  libopenblas0-pthread
 )
 missing=()
 # shellcheck disable=SC2206

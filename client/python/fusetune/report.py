@@ -64,6 +64,12 @@ class RegionReport:
     reused: int = 0
     pruned: int = 0
     max_abs_error: float = 0.0
+    # Not on the wire yet (the server keeps them in its store): as `tune --server --json` says.
+    decision: str = ""
+    margin: Optional[float] = None
+    rounds: int = 0
+    # LookupBest answered a miss with the nearest tuned size's plan, e.g. "s1=256 (here 192)".
+    transferred_from: str = ""
 
     @property
     def speedup_vs_greedy(self):
@@ -80,7 +86,8 @@ class RegionReport:
                    plan=tuple(PlanGroup._from_proto(g) for g in r.plan), chosen=r.chosen,
                    tuned_us=r.tuned_us, greedy_us=r.greedy_us, unfused_us=r.unfused_us,
                    candidates=r.candidates, measured=r.measured, reused=r.reused,
-                   pruned=r.pruned, max_abs_error=r.max_abs_error)
+                   pruned=r.pruned, max_abs_error=r.max_abs_error,
+                   transferred_from=r.transferred_from)
 
     def to_dict(self):
         return {
@@ -97,6 +104,10 @@ class RegionReport:
             "measured": self.measured,
             "reused": self.reused,
             "pruned": self.pruned,
+            "decision": self.decision,
+            "margin": self.margin,
+            "rounds": self.rounds,
+            "transferred_from": self.transferred_from or None,
         }
 
 
@@ -183,11 +194,14 @@ class TuneReport:
                 "greedy_us": _json_us(self.total.greedy_us),
                 "unfused_us": _json_us(self.total.unfused_us),
                 "chosen": self.total.chosen,
+                "decision": "",
                 "measured_together": self.total.measured_together,
             },
             # null when every region came from the cache: nothing ran, and each plan was checked
             # against the reference interpreter when it was stored.
-            "max_abs_error": None if self.cached else self.max_abs_error,
+            "max_abs_error": (None if self.regions and all(r.cached or r.transferred_from
+                                                            for r in self.regions)
+                              else self.max_abs_error),
             "candidates_measured": self.candidates_measured,
             "measurements_reused": self.measurements_reused,
             "pruned": self.pruned,

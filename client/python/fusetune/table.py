@@ -9,6 +9,8 @@ OPS_WIDTH = 44
 
 
 def us(value):
+    if math.isnan(value):
+        return "-"  # not measured: a plan transferred from another size
     return f"{value:.1f}" if math.isfinite(value) else "failed"
 
 
@@ -43,7 +45,11 @@ def short_target(fingerprint):
 
 
 def _source(region):
-    return "cache" if region.cached else f"{region.measured}+{region.reused}"
+    if region.cached:
+        return "cache"
+    if region.transferred_from:
+        return "transferred"
+    return f"{region.measured}+{region.reused}"
 
 
 def _groups(region):
@@ -53,9 +59,9 @@ def _groups(region):
 def format_table(r):
     threads = f"{r.threads} thread{'' if r.threads == 1 else 's'}"
     out = f"{r.graph}  on {short_target(r.target)}, {threads}\n\n"
-    out += (f"{'#':>3}  {'ops':<{OPS_WIDTH}}  {'source':>7}  {'tuned µs':>11}  "
+    out += (f"{'#':>3}  {'ops':<{OPS_WIDTH}}  {'source':>11}  {'tuned µs':>11}  "
             f"{'greedy µs':>11}  {'unfused µs':>11}  {'vs greedy':>9}  {'vs unfused':>9}\n")
-    row = "{:>3}  {:<%d}  {:>7}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n" % OPS_WIDTH
+    row = "{:>3}  {:<%d}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n" % OPS_WIDTH
     for i, g in enumerate(r.regions):
         out += row.format(i + 1, ops_summary(g.ops), _source(g), us(g.tuned_us),
                           us(g.greedy_us), us(g.unfused_us), speedup(g.greedy_us, g.tuned_us),
@@ -64,16 +70,32 @@ def format_table(r):
     out += row.format("", "whole graph", "timed" if t.measured_together else "sum",
                       us(t.tuned_us), us(t.greedy_us), us(t.unfused_us),
                       speedup(t.greedy_us, t.tuned_us), speedup(t.unfused_us, t.tuned_us))
-    out += "\nchosen kernels per region (the fastest of tuned, greedy and unfused is kept):\n"
+    out += ("\nchosen kernels per region (the simplest of greedy, unfused and tuned is kept unless a "
+            "faster one wins beyond noise):\n")
     for i, g in enumerate(r.regions):
         out += f"{i + 1:>3}  {g.chosen:<8}{_groups(g)}\n"
+        if g.decision:
+            rounds = f" ({g.rounds} rounds)" if g.rounds > 0 else ""
+            out += f"     {g.decision}{rounds}\n"
+        if g.transferred_from:
+            out += ("     transferred, not measured at this size: the plan tuned at "
+                    f"{g.transferred_from}\n")
     all_cached = all(g.cached for g in r.regions)
-    error = "checked when the plans were stored" if all_cached else f"{r.max_abs_error:.2g}"
+    any_transferred = any(g.transferred_from for g in r.regions)
+    nothing_ran = all(g.cached or g.transferred_from for g in r.regions)
+    if all_cached:
+        error = "checked when the plans were stored"
+    elif nothing_ran:
+        error = "not checked yet (`fusetune run --plan tuned` checks a transferred plan)"
+    else:
+        error = f"{r.max_abs_error:.2g}"
     out += (f"\nmax |error| vs reference {error}; measured {r.candidates_measured} candidates, "
             f"reused {r.measurements_reused}, pruned {r.pruned} by the cost model; "
             f"{r.seconds:.1f} s\n")
     out += ("source: measured+reused (group, schedule) pairs, or cache = the region's stored "
             "plan\n")
+    if any_transferred:
+        out += "        transferred = the nearest tuned size's plan, adapted; its figures are '-'\n"
     return out
 
 
