@@ -99,7 +99,8 @@ void RegisterTuneCommand(CLI::App& app) {
       ->required();
   cmd->add_flag("--local", flags->local,
                 "tune in this process against a local SQLite file (the default when no --server)");
-  cmd->add_flag("--json", flags->json, "print the result as JSON (the shape in docs/architecture.md)");
+  cmd->add_flag("--json", flags->json,
+                "print the result as JSON (the shape in docs/architecture.md)");
   cmd->add_flag("--no-cache", flags->no_cache, "search again even when the store has a plan");
   cmd->add_option("--repeat", flags->repeat, "timed repeats per measurement")
       ->check(CLI::Range(limits::kRepeat.lo, limits::kRepeat.hi));
