@@ -1,16 +1,20 @@
 // `fusetune cache ls|show|export|import|rm [--db PATH] [--json]`: inspect and manage the local
-// SQLite cache of best plans and measurements (db/store.h).
+// SQLite cache of best plans and measurements (db/cache.h).
 //
 //   ls       one line per stored best plan (filters: --target --op --signature --threads), then
-//            the counts of measurements and targets
+//            the counts of measurements and targets; with --measurements one line per measurement
+//            instead (--invalid: only those that failed, with why)
 //   show     everything stored for the plans whose region signature starts with PREFIX: the
-//            region's canonical text, its groups with schedules, the three times
+//            region's canonical text, its groups with schedules, the three times, how the
+//            decision was made when recorded, and the plans it replaced
 //   export   JSON lines to FILE or stdout (-): targets, measurements, best plans
-//   import   JSON lines from FILE or stdin (-), merged by the rule of Store::ImportJsonLines:
+//   import   JSON lines from FILE or stdin (-), merged by the rule of Cache::ImportJsonLines:
 //            an existing record is replaced only by a better one (an ok measurement over an
-//            invalid one; a plan with a strictly lower chosen time)
+//            invalid one; a plan with a strictly lower chosen time, the old one kept as replaced)
 //   rm       delete the best plans matching the filters (one filter at least, or --all); with
 //            --measurements also the measurements of that target / thread count
+//   verify   re-time stored plans against greedy and unfused; replace one slower beyond noise
+//            (client/cmd_cache_verify.cc)
 //
 // Exit codes: 0 ok, 2 bad input, 3 `show` found nothing.
 #include <filesystem>
@@ -23,8 +27,9 @@
 #include <nlohmann/json.hpp>
 
 #include "client/commands.h"
+#include "db/cache.h"
+#include "db/database.h"
 #include "db/default_path.h"
-#include "db/store.h"
 #include "ir/error.h"
 
 namespace fusetune::cli {
@@ -44,9 +49,11 @@ struct CacheFlags {
   int64_t limit = 0;
   // export / import
   std::string file = "-";
+  // ls: list measurements instead of plans (rm: delete them too)
+  bool measurements = false;
+  bool invalid = false;  // ls --measurements: only the invalid ones
   // rm
   bool all = false;
-  bool measurements = false;
 };
 
 std::string DbPathOf(const CacheFlags& f) {
@@ -96,6 +103,14 @@ json GroupsJson(const db::BestPlanRecord& p) {
   return groups;
 }
 
+// The figures a validation may record beside the times; absent ones are left out.
+void AddDecisionJson(json& j, const db::BestPlanRecord& p) {
+  if (!p.family_key.empty()) j["family_key"] = p.family_key;
+  if (p.margin) j["margin"] = *p.margin;
+  if (!p.decision.empty()) j["decision"] = p.decision;
+  if (p.rounds) j["rounds"] = *p.rounds;
+}
+
 json PlanJson(const db::BestPlanRecord& p, bool with_text) {
   json j = {{"signature", p.key.region_signature},
             {"target", p.key.target_fingerprint},
@@ -108,23 +123,94 @@ json PlanJson(const db::BestPlanRecord& p, bool with_text) {
             {"greedy_us", p.greedy_us},
             {"unfused_us", p.unfused_us},
             {"created_at", p.created_at}};
+  AddDecisionJson(j, p);
   if (with_text) j["region_text"] = p.region_text;
   return j;
+}
+
+json ReplacedJson(const db::ReplacedPlanRecord& r) {
+  const db::BestPlanRecord& p = r.plan;
+  json j = {{"chosen", p.chosen},           {"groups", GroupsJson(p)},
+            {"tuned_us", p.tuned_us},       {"greedy_us", p.greedy_us},
+            {"unfused_us", p.unfused_us},   {"created_at", p.created_at},
+            {"replaced_at", r.replaced_at}, {"reason", r.reason}};
+  AddDecisionJson(j, p);
+  return j;
+}
+
+json MeasurementJson(const db::MeasurementRecord& m) {
+  json j = {{"group_signature", m.key.group_signature},
+            {"schedule", m.key.schedule},
+            {"target", m.key.target_fingerprint},
+            {"threads", m.key.threads},
+            {"status", db::MeasurementStatusName(m.status)}};
+  if (m.status == db::MeasurementStatus::kOk) {
+    j["median_us"] = m.median_us;
+    j["min_us"] = m.min_us;
+    j["stddev_us"] = m.stddev_us;
+  } else {
+    j["reason"] = m.reason;
+  }
+  j["created_at"] = m.created_at;
+  return j;
+}
+
+db::MeasurementFilter MeasurementFilterOf(const CacheFlags& f) {
+  if (!f.op.empty() || f.search_version > 0)
+    throw UserError("cache ls --measurements filters by --signature, --target and --threads only");
+  db::MeasurementFilter filter;
+  filter.group_signature_prefix = f.signature;
+  filter.target_fingerprint = f.target;
+  if (f.threads > 0) filter.threads = f.threads;
+  if (f.invalid) filter.status = db::MeasurementStatus::kInvalid;
+  filter.limit = f.limit;
+  return filter;
+}
+
+void RunLsMeasurements(const CacheFlags& f, const db::Cache& cache) {
+  std::vector<db::MeasurementRecord> rows = cache.ListMeasurements(MeasurementFilterOf(f));
+  if (f.json) {
+    json out = {{"db", cache.path()}, {"measurements", json::array()}};
+    for (const auto& m : rows) out["measurements"].push_back(MeasurementJson(m));
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("{:<16} {:<24} {:<24} {:>3}  {:<7} {:>11}  {}\n", "GROUP", "SCHEDULE",
+                           "TARGET", "THR", "STATUS", "MEDIAN_US", "REASON");
+  for (const auto& m : rows) {
+    std::string schedule = m.key.schedule.empty() ? "(default)" : m.key.schedule;
+    if (schedule.size() > 24) schedule = schedule.substr(0, 21) + "...";
+    std::string target = m.key.target_fingerprint;
+    if (target.size() > 24) target = target.substr(0, 21) + "...";
+    bool ok = m.status == db::MeasurementStatus::kOk;
+    std::string line =
+        fmt::format("{:<16} {:<24} {:<24} {:>3}  {:<7} {:>11}", m.key.group_signature.substr(0, 16),
+                    schedule, target, m.key.threads, db::MeasurementStatusName(m.status),
+                    ok ? fmt::format("{:.2f}", m.median_us) : "-");
+    std::cout << line << (ok ? "" : "  " + m.reason) << "\n";
+  }
+  std::cout << fmt::format("{} measurement{} shown ({})\n", rows.size(),
+                           rows.size() == 1 ? "" : "s", cache.path());
 }
 
 void RunLs(const CacheFlags& f) {
   std::string path = DbPathOf(f);
   if (!DbExists(path)) {
     if (f.json) {
-      std::cout << json{{"db", path}, {"plans", json::array()}}.dump(2) << "\n";
+      std::cout
+          << json{{"db", path}, {f.measurements ? "measurements" : "plans", json::array()}}.dump(2)
+          << "\n";
     } else {
       std::cout << fmt::format("no cache at {} yet: nothing has been tuned\n", path);
     }
     return;
   }
-  db::Store store(path);
-  std::vector<db::BestPlanRecord> plans = store.ListBestPlans(PlanFilter(f));
-  db::StoreStats stats = store.Stats();
+  db::Database database(path);
+  db::Cache cache(database);
+  if (f.measurements) return RunLsMeasurements(f, cache);
+  if (f.invalid) throw UserError("cache ls: --invalid goes with --measurements");
+  std::vector<db::BestPlanRecord> plans = cache.ListBestPlans(PlanFilter(f));
+  db::CacheStats stats = cache.Stats();
   if (f.json) {
     json out = {{"db", path}, {"schema", stats.schema_version}, {"plans", json::array()}};
     for (const auto& p : plans) out["plans"].push_back(PlanJson(p, false));
@@ -156,16 +242,32 @@ void RunShow(const CacheFlags& f) {
   std::string path = DbPathOf(f);
   if (f.signature.empty()) throw UserError("cache show needs a region signature (or a prefix)");
   std::vector<db::BestPlanRecord> plans;
+  std::vector<std::vector<db::ReplacedPlanRecord>> replaced;  // per plan, newest first
   if (DbExists(path)) {
-    db::Store store(path);
-    plans = store.ListBestPlans(PlanFilter(f));
+    db::Database database(path);
+    db::Cache cache(database);
+    plans = cache.ListBestPlans(PlanFilter(f));
+    for (const auto& p : plans) {
+      db::ReplacedPlanFilter filter;
+      filter.region_signature_prefix = p.key.region_signature;
+      filter.target_fingerprint = p.key.target_fingerprint;
+      filter.threads = p.key.threads;
+      filter.search_version = p.key.search_version;
+      replaced.push_back(cache.ListReplacedPlans(filter));
+    }
   }
   if (f.json) {
     json out = json::array();
-    for (const auto& p : plans) out.push_back(PlanJson(p, true));
+    for (size_t i = 0; i < plans.size(); ++i) {
+      json j = PlanJson(plans[i], true);
+      j["replaced"] = json::array();
+      for (const auto& r : replaced[i]) j["replaced"].push_back(ReplacedJson(r));
+      out.push_back(std::move(j));
+    }
     std::cout << out.dump(2) << "\n";
   } else {
-    for (const auto& p : plans) {
+    for (size_t i = 0; i < plans.size(); ++i) {
+      const db::BestPlanRecord& p = plans[i];
       std::cout << fmt::format("region {}\n", p.key.region_signature);
       std::cout << fmt::format("  target          {}\n", p.key.target_fingerprint);
       std::cout << fmt::format("  threads         {}\n", p.key.threads);
@@ -176,6 +278,13 @@ void RunShow(const CacheFlags& f) {
                                Speedup(p));
       std::cout << fmt::format("  tuned / greedy / unfused  {:.2f} / {:.2f} / {:.2f} us\n",
                                p.tuned_us, p.greedy_us, p.unfused_us);
+      if (!p.decision.empty()) std::cout << fmt::format("  decision        {}\n", p.decision);
+      if (p.margin || p.rounds) {
+        std::cout << fmt::format("  margin          {} over {} paired rounds\n",
+                                 p.margin ? fmt::format("{:.3f}", *p.margin) : "-",
+                                 p.rounds ? fmt::format("{}", *p.rounds) : "-");
+      }
+      if (!p.family_key.empty()) std::cout << fmt::format("  family          {}\n", p.family_key);
       std::cout << "  groups (positions in the canonical text: n0, n1, ...)\n";
       for (const db::StoredGroup& g : p.groups) {
         std::vector<std::string> names;
@@ -192,6 +301,14 @@ void RunShow(const CacheFlags& f) {
         std::cout << "    " << text.substr(pos, end - pos) << "\n";
         pos = end + 1;
       }
+      if (!replaced[i].empty()) std::cout << "  replaced plans (newest first)\n";
+      for (const db::ReplacedPlanRecord& r : replaced[i]) {
+        std::cout << fmt::format(
+            "    {}  {}: {} at {:.2f} us (tuned / greedy / unfused {:.2f} / {:.2f} / {:.2f}), "
+            "stored {}\n",
+            FormatTime(r.replaced_at), r.reason, r.plan.chosen, r.plan.ChosenUs(), r.plan.tuned_us,
+            r.plan.greedy_us, r.plan.unfused_us, FormatTime(r.plan.created_at));
+      }
     }
   }
   if (plans.empty()) {
@@ -204,7 +321,8 @@ void RunShow(const CacheFlags& f) {
 void RunExport(const CacheFlags& f) {
   std::string path = DbPathOf(f);
   if (!DbExists(path)) throw UserError(fmt::format("no cache at {} to export", path));
-  db::Store store(path);
+  db::Database database(path);
+  db::Cache store(database);
   int64_t n = 0;
   if (f.file == "-") {
     n = store.ExportJsonLines(std::cout);
@@ -226,7 +344,8 @@ void RunExport(const CacheFlags& f) {
 
 void RunImport(const CacheFlags& f) {
   std::string path = DbPathOf(f);
-  db::Store store(path);
+  db::Database database(path);
+  db::Cache store(database);
   db::ImportStats stats;
   if (f.file == "-") {
     stats = store.ImportJsonLines(std::cin);
@@ -263,7 +382,8 @@ void RunRm(const CacheFlags& f) {
   std::string path = DbPathOf(f);
   int64_t plans = 0, measurements = 0;
   if (DbExists(path)) {
-    db::Store store(path);
+    db::Database database(path);
+    db::Cache store(database);
     db::BestPlanFilter filter = PlanFilter(f);
     filter.limit = 0;
     plans = store.DeleteBestPlans(filter);
@@ -310,15 +430,26 @@ void RegisterCacheCommand(CLI::App& app) {
       "cache", "Inspect and manage the local cache of best plans and measurements.");
   cache->require_subcommand(1);
 
-  CLI::App* ls = cache->add_subcommand("ls", "List the stored best plans.");
+  CLI::App* ls = cache->add_subcommand(
+      "ls", "List the stored best plans (with --measurements: the measurements).");
   AddDbFlags(ls, *f);
   AddFilterFlags(ls, *f);
-  ls->add_option("--signature", f->signature, "only region signatures starting with this");
+  ls->add_option("--signature", f->signature,
+                 "only region signatures (with --measurements: group signatures) starting with "
+                 "this");
   ls->add_option("--limit", f->limit, "show at most this many")->check(CLI::PositiveNumber);
+  ls->add_flag("--measurements", f->measurements,
+               "list measurements (group, schedule, target, threads, time or why invalid) instead "
+               "of plans");
+  ls->add_flag("--invalid", f->invalid,
+               "with --measurements: only the candidates that failed (crash, timeout, wrong "
+               "result), with the reason");
   ls->callback([f] { RunLs(*f); });
 
   CLI::App* show = cache->add_subcommand(
-      "show", "Show everything stored for a region (exit code 3 when nothing matches).");
+      "show",
+      "Show everything stored for a region, with the plans it replaced (exit code 3 when nothing "
+      "matches).");
   show->add_option("SIGNATURE", f->signature, "region signature or a prefix of it")->required();
   AddDbFlags(show, *f);
   AddFilterFlags(show, *f);
@@ -348,6 +479,8 @@ void RegisterCacheCommand(CLI::App& app) {
   rm->add_flag("--measurements", f->measurements,
                "also delete the measurements of --target / --threads (all with --all)");
   rm->callback([f] { RunRm(*f); });
+
+  RegisterCacheVerifyCommand(cache);
 }
 
 }  // namespace fusetune::cli

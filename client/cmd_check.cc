@@ -1,7 +1,9 @@
-// `fusetune check GRAPH [--json] [--types]`: parse, verify and infer types, then print the typed
-// graph and its signature. Bad input: the positioned error on stderr and exit code 2.
+// `fusetune check GRAPH [--json] [--types] [--dim NAME=SIZE]`: parse, verify and infer types, then
+// print the typed graph and its signature. A graph with dynamic dimensions and no --dim: list the
+// dimensions by the names --dim takes. Bad input: the positioned error on stderr and exit code 2.
 #include <iostream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "client/commands.h"
@@ -17,6 +19,7 @@ struct CheckOptions {
   std::string graph_path;
   bool json = false;
   bool types_only = false;
+  std::vector<std::string> dims;
 };
 
 std::string OpName(const Value& v) {
@@ -29,6 +32,37 @@ std::string OpName(const Value& v) {
       return v.op->name;
   }
   return "?";
+}
+
+nlohmann::ordered_json DimsJson(const std::vector<DynamicDim>& dims) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const DynamicDim& d : dims) {
+    nlohmann::ordered_json sites = nlohmann::ordered_json::array();
+    for (const DimSite& s : d.sites) sites.push_back({{"param", "%" + s.param}, {"axis", s.axis}});
+    out.push_back({{"name", d.name}, {"anonymous", d.anonymous}, {"sites", sites}});
+  }
+  return out;
+}
+
+// The dims of a graph checked without sizes, and how to give them.
+void PrintDims(const GraphSource& source, bool json) {
+  if (json) {
+    std::cout << nlohmann::ordered_json{{"graph", source.path()}, {"dims", DimsJson(source.Dims())}}
+                     .dump(2)
+              << "\n";
+    return;
+  }
+  std::string example;
+  std::cout << source.path() << " has dynamic dimensions:\n";
+  for (const DynamicDim& d : source.Dims()) {
+    std::string sites;
+    for (const DimSite& s : d.sites)
+      sites += fmt::format("{}%{} axis {}", sites.empty() ? "" : ", ", s.param, s.axis);
+    std::cout << fmt::format("  {:<12} {}{}\n", d.name, sites, d.anonymous ? "  (from ?)" : "");
+    example += fmt::format(" --dim {}=128", d.name);
+  }
+  std::cout << fmt::format("give them sizes to type-check and sign it: fusetune check {}{}\n",
+                           source.path(), example);
 }
 
 nlohmann::ordered_json ToJson(const Graph& g, const std::string& path,
@@ -70,16 +104,36 @@ std::string TypeTable(const Graph& g) {
 
 int RunCheck(const CheckOptions& options) {
   Graph graph;
+  DimBinding binding;
+  std::vector<DynamicDim> dims;
   try {
-    graph = LoadGraph(options.graph_path);
+    binding = OneDimBinding(options.dims, "check");
+    GraphSource source(options.graph_path);
+    try {
+      graph = source.Bind(binding);
+    } catch (const UserError&) {
+      // Without sizes, a dynamic graph is listed rather than refused.
+      if (!binding.empty() || source.Dims().empty()) throw;
+      PrintDims(source, options.json);
+      return 0;
+    }
+    if (!binding.empty()) dims = source.Dims();
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 2;
   }
   std::string signature = Signature(graph);
   if (options.json) {
-    std::cout << ToJson(graph, options.graph_path, signature).dump(2) << "\n";
-  } else if (options.types_only) {
+    nlohmann::ordered_json out = ToJson(graph, options.graph_path, signature);
+    if (!binding.empty()) {
+      out["dims"] = DimsJson(dims);
+      out["binding"] = binding;
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (!binding.empty()) std::cout << "dims: " << DimBindingText(binding) << "\n";
+  if (options.types_only) {
     std::cout << TypeTable(graph) << "signature: " << signature << "\n";
   } else {
     PrintOptions print;
@@ -102,6 +156,7 @@ void RegisterCheckCommand(CLI::App& app) {
                 "print {graph, signature, params, nodes, outputs} as JSON instead");
   cmd->add_flag("--types", options->types_only,
                 "print one line per parameter and node (name, op, type) instead of the graph");
+  AddDimFlag(cmd, options->dims, /*several=*/false);
   cmd->callback([options] { SetExitCode(RunCheck(*options)); });
 }
 

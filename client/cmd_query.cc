@@ -1,8 +1,10 @@
 // `fusetune query GRAPH [--local] [--db PATH] [--json]`: the cached best plans of GRAPH's regions,
-// without measuring anything. Exit code 3 when some region has no stored plan (they are named).
+// without measuring anything. A region with no stored plan is answered by transfer from the
+// nearest tuned size of its family unless --exact; exit code 3 when some region has no answer.
 #include <iostream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "client/commands.h"
 #include "client/graph_loader.h"
@@ -10,7 +12,8 @@
 #include "client/remote_client.h"
 #include "client/search_flags.h"
 #include "client/tune_table.h"
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/database.h"
 #include "server/tuner.h"
 
 namespace fusetune::cli {
@@ -23,37 +26,51 @@ struct QueryFlags {
   std::string target;
   SearchFlags search;
   RemoteFlags remote;
+  std::vector<std::string> dims;
+  bool exact = false;
 };
 
 void RunQuery(const QueryFlags& f) {
-  Graph graph = LoadGraph(f.graph_path);
+  DimBinding binding = OneDimBinding(f.dims, "query");
+  GraphSource source(f.graph_path);
+  Graph graph = source.Bind(binding);
+  const SearchOptions search = ToSearchOptions(f.search, graph);  // before the store is opened
   std::vector<std::string> missing;
   TuneReport report;
   if (!f.local && !f.remote.server.empty()) {
-    report = RemoteLookup(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
-                          ToSearchOptions(f.search), f.target, &missing);
+    report = RemoteLookup(f.remote, f.graph_path, source.TextForServer(graph, binding), graph,
+                          search, f.target, &missing, f.exact);
   } else {
-    db::Store store(DbPath(f.search));
+    db::Database database(DbPath(f.search));
+    db::Cache store(database);
     std::string target = f.target;
     if (target.empty()) target = LocalBackend().TargetFingerprint();
-    report = LookupCached(graph, ToSearchOptions(f.search), store, target, &missing);
+    report = LookupCached(graph, search, store, target, &missing, f.exact);
   }
-  if (f.json) {
+  if (f.json && !binding.empty()) {
+    nlohmann::json out = nlohmann::json::parse(TuneReportToJson(graph, f.graph_path, report));
+    out["dims"] = binding;
+    std::cout << out.dump(2) << "\n";
+  } else if (f.json) {
     std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";
   } else {
+    if (!binding.empty()) std::cout << "dims: " << DimBindingText(binding) << "\n";
     std::cout << FormatTuneTable(graph, f.graph_path, report);
   }
   if (!missing.empty()) {
     std::cerr << fmt::format(
-        "{} region{} of {} ha{} no stored plan for this target and thread count:\n", missing.size(),
-        missing.size() == 1 ? "" : "s", f.graph_path, missing.size() == 1 ? "s" : "ve");
+        "{} region{} of {} ha{} no stored plan for this target and thread count{}:\n",
+        missing.size(), missing.size() == 1 ? "" : "s", f.graph_path,
+        missing.size() == 1 ? "s" : "ve",
+        f.exact ? " (--exact)" : " and no tuned size to transfer from");
     for (const RegionReport& r : report.regions)
-      if (!r.cached) {
+      if (!r.cached && r.transferred_from.empty()) {
         std::string nodes;
         for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + graph.RefName(v);
         std::cerr << fmt::format("  {}  [{}]\n", r.signature, nodes);
       }
-    std::cerr << fmt::format("run `fusetune tune {}` to measure them\n", f.graph_path);
+    std::cerr << fmt::format("run `fusetune tune {}{}` to measure them\n", f.graph_path,
+                             DimFlagsText(binding));
     SetExitCode(3);
   }
 }
@@ -64,8 +81,11 @@ void RegisterQueryCommand(CLI::App& app) {
   auto flags = std::make_shared<QueryFlags>();
   CLI::App* cmd = app.add_subcommand("query",
                                      "Print the stored best plans of GRAPH's regions without "
-                                     "measuring. Exit code 3 when some region\n"
-                                     "has no stored plan (they are listed on stderr).");
+                                     "measuring. A region with no stored plan\n"
+                                     "takes the plan of the nearest tuned size of its family "
+                                     "(same target and threads),\n"
+                                     "marked 'transferred'. Exit code 3 when some region has "
+                                     "neither (they are listed on stderr).");
   cmd->add_option("GRAPH", flags->graph_path,
                   "graph to look up: Relay text (.relay) or ONNX model (.onnx)")
       ->required();
@@ -76,6 +96,9 @@ void RegisterQueryCommand(CLI::App& app) {
                   "target fingerprint to look up (default: this machine)");
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
+  AddDimFlag(cmd, flags->dims, /*several=*/false);
+  cmd->add_flag("--exact", flags->exact,
+                "exact answers only: no transfer from other sizes (exit 3 on any miss)");
   cmd->callback([flags] { RunQuery(*flags); });
 }
 

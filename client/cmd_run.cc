@@ -1,7 +1,8 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
-// [--inputs DIR] [--outputs DIR] [--repeat N] [--json]`: compile every group of the plan, run the
-// graph as that sequence of kernels, time each kernel and the whole, and compare the outputs with
-// the reference interpreter.
+// [--inputs DIR] [--outputs DIR] [--repeat N] [--json] [--dim NAME=SIZE]`: compile every group of
+// the plan, run the graph as that sequence of kernels, time each kernel and the whole, and compare
+// the outputs with the reference interpreter.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,8 +14,9 @@
 #include "client/commands.h"
 #include "client/graph_loader.h"
 #include "client/local_backend.h"
+#include "db/cache.h"
+#include "db/database.h"
 #include "db/default_path.h"
-#include "db/store.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/npy.h"
@@ -38,39 +40,50 @@ struct RunOptions {
   std::string outputs_dir;
   int repeat = 5;
   bool json = false;
+  std::vector<std::string> dims;
+  bool exact = false;
 };
 
+// The regions of --plan tuned whose plan was transferred from another size: "s1=256 (here 192)".
+using Transfers = std::vector<std::string>;
+
 // The stored best plans of every region, for this machine and thread count.
-Plan TunedPlan(const Graph& graph, const RunOptions& o) {
-  db::Store store(o.db_path.empty() ? db::DefaultDbPath() : o.db_path);
+Plan TunedPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding,
+               Transfers* transfers) {
+  db::Database database(o.db_path.empty() ? db::DefaultDbPath() : o.db_path);
+  db::Cache store(database);
   SearchOptions search;
   search.threads = o.threads;
   std::vector<std::string> missing;
   TuneReport report =
-      LookupCached(graph, search, store, LocalBackend().TargetFingerprint(), &missing);
+      LookupCached(graph, search, store, LocalBackend().TargetFingerprint(), &missing, o.exact);
+  for (const RegionReport& r : report.regions)
+    if (!r.transferred_from.empty()) transfers->push_back(r.transferred_from);
   if (!missing.empty()) {
     std::string names;
     for (const RegionReport& r : report.regions) {
-      if (r.cached) continue;
+      if (r.cached || !r.transferred_from.empty()) continue;
       std::string nodes;
       for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + RelayRef(graph, v);
       names += fmt::format("\n  {} [{}]", r.signature, nodes);
     }
     throw UserError(fmt::format(
-        "--plan tuned: {} region{} of {} ha{} no stored plan for this CPU at {} thread{}:{}\n"
-        "run `fusetune tune {} --threads {}` first",
+        "--plan tuned: {} region{} of {} ha{} no stored plan for this CPU at {} thread{}{}:{}\n"
+        "run `fusetune tune {}{} --threads {}` first",
         missing.size(), missing.size() == 1 ? "" : "s", o.graph_path,
-        missing.size() == 1 ? "s" : "ve", o.threads, o.threads == 1 ? "" : "s", names, o.graph_path,
-        o.threads));
+        missing.size() == 1 ? "s" : "ve", o.threads, o.threads == 1 ? "" : "s",
+        o.exact ? " (--exact)" : " and no tuned size to transfer from", names, o.graph_path,
+        DimFlagsText(binding), o.threads));
   }
   return report.tuned_plan;
 }
 
-Plan LoadPlan(const Graph& graph, const RunOptions& o) {
+Plan LoadPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding,
+              Transfers* transfers) {
   const std::string& spec = o.plan;
   if (spec == "unfused") return UnfusedPlan(graph);
   if (spec == "greedy") return GreedyPlan(graph);
-  if (spec == "tuned") return TunedPlan(graph, o);
+  if (spec == "tuned") return TunedPlan(graph, o, binding, transfers);
   std::ifstream in(spec);
   if (!in)
     throw UserError(
@@ -104,8 +117,10 @@ std::vector<Tensor> LoadInputs(const Graph& graph, const std::string& dir) {
 }
 
 void Run(const RunOptions& o) {
-  Graph graph = LoadGraph(o.graph_path);
-  Plan plan = LoadPlan(graph, o);
+  DimBinding binding = OneDimBinding(o.dims, "run");
+  Graph graph = GraphSource(o.graph_path).Bind(binding);
+  Transfers transfers;
+  Plan plan = LoadPlan(graph, o, binding, &transfers);
   if (o.threads < 1 || o.threads > runtime::MaxThreads()) {
     throw UserError(fmt::format("--threads {} is outside 1..{}", o.threads, runtime::MaxThreads()));
   }
@@ -117,7 +132,13 @@ void Run(const RunOptions& o) {
   executor.SetInputs(inputs);
   executor.Run();
   std::vector<Tensor> outputs = executor.Outputs();
-  double error = CompareOutputs(outputs, Interpret(graph, inputs)).max_abs_error;
+  const OutputComparison check = CompareOutputs(outputs, Interpret(graph, inputs));
+  const double error = check.max_abs_error;
+  if (!transfers.empty() && !check.ok())
+    throw std::runtime_error(fmt::format(
+        "--plan tuned: the plan transferred from {} disagrees with the reference interpreter "
+        "(max |error| {:.3g}); run `fusetune tune {}{}` to measure this size",
+        transfers.front(), error, o.graph_path, DimFlagsText(binding)));
   TimingOptions timing;
   timing.repeat = o.repeat;
   PlanProfile measured = executor.Measure(timing);
@@ -150,12 +171,18 @@ void Run(const RunOptions& o) {
                                   {"kernels", kernels},
                                   {"total_us", measured.total.median_us},
                                   {"max_abs_error", error}};
+    if (!transfers.empty()) {
+      out["transferred_from"] = transfers;  // checked against the reference above
+      out["checked_against_reference"] = true;
+    }
+    if (!binding.empty()) out["dims"] = binding;
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("graph    {}\nplan     {} ({} kernels)\nthreads  {}\ntarget   {}\n\n",
-                           o.graph_path, plan.name, measured.kernels.size(), o.threads,
-                           jit.target().Fingerprint());
+  std::cout << fmt::format("graph    {}\n", o.graph_path);
+  if (!binding.empty()) std::cout << fmt::format("dims     {}\n", DimBindingText(binding));
+  std::cout << fmt::format("plan     {} ({} kernels)\nthreads  {}\ntarget   {}\n\n", plan.name,
+                           measured.kernels.size(), o.threads, jit.target().Fingerprint());
   std::cout << fmt::format("{:>12}  {:>10}  {}\n", "median us", "compile ms", "group");
   for (const KernelTiming& k : measured.kernels) {
     std::string group;
@@ -167,6 +194,11 @@ void Run(const RunOptions& o) {
   }
   std::cout << fmt::format("\ntotal    {:.2f} us (median of {} repeats)\nmax_abs_error {:.3g}\n",
                            measured.total.median_us, measured.total.repeat, error);
+  for (const std::string& from : transfers)
+    std::cout << fmt::format(
+        "transferred, not measured at this size: a region's plan tuned at {}; checked against "
+        "the reference interpreter (max_abs_error above)\n",
+        from);
 }
 
 }  // namespace
@@ -179,7 +211,8 @@ void RegisterRunCommand(CLI::App& app) {
       ->required();
   cmd->add_option(
          "--plan", options->plan,
-         "unfused, greedy, tuned (the stored best plans; see `fusetune tune`), or a plan JSON file")
+         "unfused, greedy, tuned (the stored best plans, or for a size never tuned the nearest "
+         "tuned size's, transferred; see `fusetune tune`), or a plan JSON file")
       ->capture_default_str();
   cmd->add_option("--db", options->db_path,
                   "SQLite file for --plan tuned (default: as for `fusetune tune`)");
@@ -191,6 +224,10 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_option("--repeat", options->repeat, "timing repeats (median reported)")
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "print the result as JSON");
+  AddDimFlag(cmd, options->dims, /*several=*/false);
+  cmd->add_flag("--exact", options->exact,
+                "--plan tuned: stored plans of these exact sizes only, no transfer from the "
+                "nearest tuned size");
   cmd->callback([options] { Run(*options); });
 }
 

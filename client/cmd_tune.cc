@@ -3,6 +3,8 @@
 // `--server ADDR` the same search runs on a `fusetune serve` and its worker farm.
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "client/commands.h"
 #include "client/graph_loader.h"
 #include "client/local_backend.h"
@@ -10,7 +12,8 @@
 #include "client/remote_client.h"
 #include "client/search_flags.h"
 #include "client/tune_table.h"
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/database.h"
 #include "server/tuner.h"
 
 namespace fusetune::cli {
@@ -27,13 +30,15 @@ struct TuneFlags {
   SearchFlags search;
   RemoteFlags remote;
   std::string target;
+  std::vector<std::string> dims;
 };
 
-void RunTune(TuneFlags f) {
-  if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
-  Graph graph = LoadGraph(f.graph_path);
+// GRAPH itself, or GRAPH with its dynamic dims bound; a JSON report is printed at once when
+// GRAPH is static, else collected in `json_reports`.
+void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& binding,
+               const Graph& graph, nlohmann::json& json_reports) {
   TuneOptions options;
-  options.search = ToSearchOptions(f.search);
+  options.search = ToSearchOptions(f.search, graph);
   options.timing.repeat = f.repeat;
   options.timing.min_repeat_ms = f.min_repeat_ms;
   options.timing.flush_cache = f.flush_cache;
@@ -42,18 +47,42 @@ void RunTune(TuneFlags f) {
   auto progress = [&](const TuneProgress& p) { bar.Update(p.phase, p.done, p.total); };
   TuneReport report;
   if (!f.remote.server.empty()) {
-    report = RemoteTune(f.remote, f.graph_path, ReadGraphFile(f.graph_path, Limits{}), graph,
+    report = RemoteTune(f.remote, f.graph_path, source.TextForServer(graph, binding), graph,
                         options, f.target, progress);
   } else {
-    db::Store store(DbPath(f.search));
+    db::Database database(DbPath(f.search));
+    db::Cache store(database);
     LocalBackend backend;
     report = Tune(graph, options, store, backend, progress);
   }
   bar.Finish();
-  if (f.json)
+  if (f.json && !binding.empty()) {
+    nlohmann::json out = nlohmann::json::parse(TuneReportToJson(graph, f.graph_path, report));
+    out["dims"] = binding;
+    json_reports.push_back(std::move(out));
+  } else if (f.json) {
     std::cout << TuneReportToJson(graph, f.graph_path, report) << "\n";
-  else
+  } else {
+    if (!binding.empty()) std::cout << "dims: " << DimBindingText(binding) << "\n";
     std::cout << FormatTuneTable(graph, f.graph_path, report);
+  }
+}
+
+// Each binding of --dim in turn; every binding is checked before any is tuned, so a bad size
+// fails at once. Several bindings with --json: one array of their reports.
+void RunTune(TuneFlags f) {
+  if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
+  GraphSource source(f.graph_path);
+  std::vector<DimBinding> bindings = DimBindings(f.dims);
+  std::vector<Graph> graphs;
+  for (const DimBinding& binding : bindings) graphs.push_back(source.Bind(binding));
+  nlohmann::json json_reports = nlohmann::json::array();
+  for (size_t b = 0; b < bindings.size(); ++b) {
+    if (b > 0 && !f.json) std::cout << "\n";
+    TuneGraph(f, source, bindings[b], graphs[b], json_reports);
+  }
+  if (json_reports.size() == 1) std::cout << json_reports[0].dump(2) << "\n";
+  if (json_reports.size() > 1) std::cout << json_reports.dump(2) << "\n";
 }
 
 }  // namespace
@@ -70,16 +99,18 @@ void RegisterTuneCommand(CLI::App& app) {
       ->required();
   cmd->add_flag("--local", flags->local,
                 "tune in this process against a local SQLite file (the default when no --server)");
-  cmd->add_flag("--json", flags->json, "print the result as JSON (the shape in DESIGN.md)");
+  cmd->add_flag("--json", flags->json,
+                "print the result as JSON (the shape in docs/architecture.md)");
   cmd->add_flag("--no-cache", flags->no_cache, "search again even when the store has a plan");
   cmd->add_option("--repeat", flags->repeat, "timed repeats per measurement")
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(limits::kRepeat.lo, limits::kRepeat.hi));
   cmd->add_option("--min-repeat-ms", flags->min_repeat_ms,
                   "calls per repeat grow until one repeat lasts this long")
-      ->check(CLI::Range(0.0, 10000.0));
+      ->check(CLI::Range(limits::kMinRepeatMs.lo, limits::kMinRepeatMs.hi));
   cmd->add_flag("--flush-cache", flags->flush_cache, "flush the CPU caches between repeats");
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
+  AddDimFlag(cmd, flags->dims, /*several=*/true);
   cmd->add_option("--target", flags->target,
                   "with --server: the target fingerprint to tune for (default: any, the one most "
                   "registered workers share)");

@@ -10,6 +10,7 @@ void RegisterCheckCommand(CLI::App& app);
 void RegisterTuneCommand(CLI::App& app);
 void RegisterQueryCommand(CLI::App& app);
 void RegisterCacheCommand(CLI::App& app);
+void RegisterCacheVerifyCommand(CLI::App* cache);  // client/cmd_cache_verify.cc
 void RegisterSandboxChildCommand(CLI::App& app);
 void RegisterServeCommand(CLI::App& app);
 void RegisterWorkerCommand(CLI::App& app);

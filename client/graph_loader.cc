@@ -1,11 +1,16 @@
 #include "client/graph_loader.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "ir/error.h"
 #include "ir/onnx/onnx_import.h"
 #include "ir/text/relay_parser.h"
+#include "ir/text/relay_printer.h"
 
 namespace fusetune::cli {
 
@@ -21,9 +26,154 @@ std::string ReadGraphFile(const std::string& path, const Limits& limits) {
   return text;
 }
 
+GraphSource::GraphSource(std::string path, Limits limits)
+    : path_(std::move(path)), limits_(limits), onnx_(path_.ends_with(".onnx")) {
+  if (onnx_) {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) throw UserError("cannot read '" + path_ + "': no such file or not readable");
+    bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else {
+    bytes_ = ReadGraphFile(path_, limits_);
+  }
+}
+
+Graph GraphSource::Import(const DimResolver* dims) const {
+  if (onnx_) return ImportOnnx(bytes_, path_, limits_, dims);
+  return ParseRelay(bytes_, path_, limits_, dims);
+}
+
+const std::vector<DynamicDim>& GraphSource::Dims() const {
+  if (!discovered_) {
+    dims_ = DiscoverDims([this](const DimResolver& r) { return Import(&r); });
+    discovered_ = true;
+  }
+  return dims_;
+}
+
+Graph GraphSource::Bind(const DimBinding& binding) const {
+  if (binding.empty()) {
+    try {
+      return Import(nullptr);
+    } catch (const UserError&) {
+      // A dynamic graph: say which dims need sizes, by the names --dim takes.
+      if (Dims().empty()) throw;
+    }
+  }
+  return BindDims([this](const DimResolver& r) { return Import(&r); }, Dims(), binding);
+}
+
+std::string GraphSource::TextForServer(const Graph& graph, const DimBinding& binding) const {
+  // Unbound, the file travels as it is (an ONNX model's bytes are imported by the server); bound
+  // dims exist only here, so the bound graph travels as Relay text.
+  if (binding.empty()) return bytes_;
+  return PrintRelay(graph);
+}
+
 Graph LoadGraph(const std::string& path, const Limits& limits) {
-  if (path.ends_with(".onnx")) return ImportOnnxFile(path, limits);
-  return ParseRelay(ReadGraphFile(path, limits), path, limits);
+  return GraphSource(path, limits).Bind();
+}
+
+namespace {
+
+struct DimFlag {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+};
+
+std::vector<std::string> SplitCommas(std::string_view s) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t comma = s.find(',', start);
+    parts.emplace_back(s.substr(start, comma == std::string_view::npos ? s.npos : comma - start));
+    if (comma == std::string_view::npos) return parts;
+    start = comma + 1;
+  }
+}
+
+DimFlag ParseDimFlag(const std::string& flag) {
+  size_t eq = flag.find('=');
+  if (eq == std::string::npos) {
+    throw UserError(fmt::format(
+        "--dim {}: expected NAME=SIZE[,SIZE...] (as in --dim seq=128 or --dim seq=64,128)", flag));
+  }
+  DimFlag d;
+  for (std::string& name : SplitCommas(std::string_view(flag).substr(0, eq))) {
+    if (name.empty()) throw UserError(fmt::format("--dim {}: a dimension name is empty", flag));
+    d.names.push_back(std::move(name));
+  }
+  for (const std::string& text : SplitCommas(std::string_view(flag).substr(eq + 1))) {
+    int64_t size = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || size <= 0) {
+      throw UserError(
+          fmt::format("--dim {}: size '{}' of {} is not a positive integer", flag, text,
+                      d.names.size() == 1 ? "dimension '" + d.names[0] + "'" : "these dimensions"));
+    }
+    d.sizes.push_back(size);
+  }
+  return d;
+}
+
+std::vector<DimFlag> ParseDimFlags(const std::vector<std::string>& flags) {
+  std::vector<DimFlag> parsed;
+  std::set<std::string> seen;
+  for (const std::string& flag : flags) {
+    parsed.push_back(ParseDimFlag(flag));
+    for (const std::string& name : parsed.back().names) {
+      if (!seen.insert(name).second)
+        throw UserError(fmt::format("--dim: dimension '{}' is given more than once", name));
+    }
+  }
+  return parsed;
+}
+
+}  // namespace
+
+void AddDimFlag(CLI::App* cmd, std::vector<std::string>& flags, bool several) {
+  cmd->add_option("--dim", flags,
+                  several ? "sizes of the graph's dynamic dimensions: NAME=SIZE[,SIZE...], "
+                            "repeatable; each size is tuned in turn (several flags: every "
+                            "combination); NAME1,NAME2=SIZES gives several dims the same sizes; "
+                            "`fusetune check GRAPH` lists the names"
+                          : "sizes of the graph's dynamic dimensions: NAME=SIZE, repeatable "
+                            "(NAME1,NAME2=SIZE: several dims, one size); `fusetune check GRAPH` "
+                            "lists the names")
+      ->type_name("NAME=SIZE")
+      ->allow_extra_args(false);
+}
+
+std::vector<DimBinding> DimBindings(const std::vector<std::string>& flags) {
+  std::vector<DimBinding> bindings{{}};
+  for (const DimFlag& flag : ParseDimFlags(flags)) {
+    std::vector<DimBinding> next;
+    for (const DimBinding& b : bindings) {
+      for (int64_t size : flag.sizes) {
+        DimBinding more = b;
+        for (const std::string& name : flag.names) more[name] = size;
+        next.push_back(std::move(more));
+      }
+    }
+    bindings = std::move(next);
+  }
+  return bindings;
+}
+
+DimBinding OneDimBinding(const std::vector<std::string>& flags, const std::string& command) {
+  for (const DimFlag& flag : ParseDimFlags(flags)) {
+    if (flag.sizes.size() != 1) {
+      throw UserError(fmt::format(
+          "--dim: {} takes one size per dimension, got {} for {} (`fusetune tune` takes several)",
+          command, flag.sizes.size(), fmt::join(flag.names, ",")));
+    }
+  }
+  return DimBindings(flags).front();
+}
+
+std::string DimFlagsText(const DimBinding& binding) {
+  std::string s;
+  for (const auto& [name, size] : binding) s += fmt::format(" --dim {}={}", name, size);
+  return s;
 }
 
 }  // namespace fusetune::cli

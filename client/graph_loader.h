@@ -1,8 +1,13 @@
 #pragma once
-// Reading GRAPH arguments: ONNX models (.onnx, through ir/onnx) and Relay text (anything else).
-// Every subcommand that takes a GRAPH loads it here.
+// Reading GRAPH arguments: ONNX models (.onnx, through ir/onnx) and Relay text (anything else),
+// with their dynamic dimensions bound by `--dim` (ir/dims.h). Every subcommand that takes a GRAPH
+// loads it here.
 #include <string>
+#include <vector>
 
+#include <CLI/CLI.hpp>
+
+#include "ir/dims.h"
 #include "ir/graph.h"
 
 namespace fusetune::cli {
@@ -11,6 +16,44 @@ namespace fusetune::cli {
 // positioned "more than the limit" message instead of filling memory.
 std::string ReadGraphFile(const std::string& path, const Limits& limits);
 
+// A GRAPH file, read once, imported once per binding.
+class GraphSource {
+ public:
+  explicit GraphSource(std::string path, Limits limits = {});
+
+  const std::string& path() const { return path_; }
+  // The dynamic dims (imports the graph at probe sizes on first call; empty for a static graph).
+  const std::vector<DynamicDim>& Dims() const;
+  // The concrete graph; UserError naming the dimension for a binding that does not fit.
+  Graph Bind(const DimBinding& binding = {}) const;
+  // What a server is sent for `graph` (this source bound by `binding`): the file's own text for
+  // static Relay, else the bound graph printed as Relay (the server knows no bindings or ONNX).
+  std::string TextForServer(const Graph& graph, const DimBinding& binding) const;
+
+ private:
+  Graph Import(const DimResolver* dims) const;
+
+  std::string path_;
+  Limits limits_;
+  bool onnx_;
+  std::string bytes_;
+  mutable bool discovered_ = false;
+  mutable std::vector<DynamicDim> dims_;
+};
+
 Graph LoadGraph(const std::string& path, const Limits& limits = {});
+
+// --dim NAME[,NAME...]=SIZE[,SIZE...], repeatable. `several`: a flag may list several sizes
+// (tune); otherwise exactly one per dim (check, query, run).
+void AddDimFlag(CLI::App* cmd, std::vector<std::string>& flags, bool several);
+// The bindings the flags ask for: each flag's names take each of its sizes together, and
+// separate flags combine in every way (their cartesian product), in flag order. No flags: one
+// empty binding. Throws UserError naming a malformed flag, a size that is not a positive
+// integer, or a dim named twice.
+std::vector<DimBinding> DimBindings(const std::vector<std::string>& flags);
+// Exactly one binding; `command` names the subcommand in the error when a flag lists several.
+DimBinding OneDimBinding(const std::vector<std::string>& flags, const std::string& command);
+// " --dim seq=128 --dim x.1=64": the flags that give `binding`, for commands a message suggests.
+std::string DimFlagsText(const DimBinding& binding);
 
 }  // namespace fusetune::cli

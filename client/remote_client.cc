@@ -23,6 +23,19 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+// ONNX files travel as the model's bytes and the server imports them; the rest is Relay text,
+// including an ONNX model whose dims were bound here (printed Relay starts with "fn (", which an
+// ONNX protobuf never does: its first byte is a field tag).
+void SetGraphSource(v1::GraphSource* source, const std::string& graph_name,
+                    const std::string& graph_text) {
+  if (graph_name.ends_with(".onnx") && !graph_text.starts_with("fn (")) {
+    source->set_onnx_model(graph_text);
+  } else {
+    source->set_relay_text(graph_text);
+  }
+  source->set_name(graph_name);
+}
+
 }  // namespace
 
 void AddRemoteFlags(CLI::App* cmd, RemoteFlags& flags, bool server_required) {
@@ -109,8 +122,7 @@ TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
                       const std::string& target, const ProgressFn& progress) {
   RemoteClient client(flags);
   v1::SubmitTuneRequest request;
-  request.mutable_graph()->set_relay_text(graph_text);
-  request.mutable_graph()->set_name(graph_name);
+  SetGraphSource(request.mutable_graph(), graph_name, graph_text);
   request.set_target(target.empty() ? "any" : target);
   *request.mutable_options() = TuneOptionsToProto(options);
   v1::SubmitTuneResponse submitted;
@@ -154,13 +166,13 @@ TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
 TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
                         const std::string& graph_text, const Graph& graph,
                         const SearchOptions& options, const std::string& target,
-                        std::vector<std::string>* missing) {
+                        std::vector<std::string>* missing, bool exact_only) {
   RemoteClient client(flags);
   v1::LookupBestRequest request;
-  request.mutable_graph()->set_relay_text(graph_text);
-  request.mutable_graph()->set_name(graph_name);
+  SetGraphSource(request.mutable_graph(), graph_name, graph_text);
   request.set_target(target.empty() ? "any" : target);
   request.set_threads(options.threads);
+  request.set_exact_only(exact_only);
   TuneOptions tune;
   tune.search = options;
   *request.mutable_options() = TuneOptionsToProto(tune);

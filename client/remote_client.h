@@ -41,8 +41,9 @@ class RemoteClient {
   std::unique_ptr<v1::Tuner::Stub> tuner_;
 };
 
-// Submits `graph_text` (parsed locally as `graph`), streams progress to `progress` and returns
-// the finished task's report over `graph`'s node ids. Throws when the task fails or is cancelled.
+// Submits `graph_text` (parsed locally as `graph`; the bytes of an ONNX model when `graph_name`
+// ends in .onnx), streams progress to `progress` and returns the finished task's report over
+// `graph`'s node ids. Throws when the task fails or is cancelled.
 TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
                       const std::string& graph_text, const Graph& graph, const TuneOptions& options,
                       const std::string& target, const ProgressFn& progress);
@@ -51,7 +52,7 @@ TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
 TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
                         const std::string& graph_text, const Graph& graph,
                         const SearchOptions& options, const std::string& target,
-                        std::vector<std::string>* missing);
+                        std::vector<std::string>* missing, bool exact_only = false);
 
 v1::TuneOptions TuneOptionsToProto(const TuneOptions& options);
 

@@ -1,13 +1,25 @@
 #include "client/search_flags.h"
 
+#include <fmt/format.h>
+
 #include "db/default_path.h"
 #include "ir/error.h"
+#include "server/request_policy.h"
 
 namespace fusetune::cli {
 namespace {
-std::string StripPercent(const std::string& s) {
-  return !s.empty() && s[0] == '%' ? s.substr(1) : s;
+
+template <typename T>
+CLI::Range InRange(ControlRange<T> range) {
+  return CLI::Range(range.lo, range.hi);
 }
+
+std::string NodeName(const Graph& graph, const std::string& given, const char* flag) {
+  std::optional<std::string> name = ControlNodeName(graph, given);
+  if (!name) throw UserError(fmt::format("{}: '{}' is not a node of the graph", flag, given));
+  return *name;
+}
+
 }  // namespace
 
 void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
@@ -15,7 +27,7 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
                   "SQLite file of the cache (default: $FUSETUNE_DB, else "
                   "$XDG_CACHE_HOME/fusetune/fusetune.db, else ~/.cache/fusetune/fusetune.db)");
   cmd->add_option("--threads", f.threads, "threads each kernel runs with (part of every cache key)")
-      ->check(CLI::Range(1, 256));
+      ->check(InRange(limits::kThreads));
   if (!search) return;
   cmd->add_option("--never-fuse", f.never_fuse_ops,
                   "ops that always get a kernel of their own, e.g. exp,where")
@@ -29,39 +41,46 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
                   "a group that must not be one kernel, e.g. --forbid %0,%1,%2 (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--max-group", f.max_group_size, "most ops in one fused kernel")
-      ->check(CLI::Range(1, 64));
+      ->check(InRange(limits::kMaxGroupSize));
   cmd->add_option("--max-args", f.max_kernel_args, "most inputs + outputs of one fused kernel")
-      ->check(CLI::Range(2, 1024));
+      ->check(InRange(limits::kMaxKernelArgs));
   cmd->add_option("--max-region", f.max_region_nodes, "regions larger than this are cut")
-      ->check(CLI::Range(1, 64));
+      ->check(InRange(limits::kMaxRegionNodes));
   cmd->add_option(
          "--budget", f.budget,
          "measurements per region beyond the baselines, best first by the cost model (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(InRange(limits::kBudget));
   cmd->add_option("--schedules", f.schedules, "schedules tried per candidate group")
-      ->check(CLI::Range(1, 64));
+      ->check(InRange(limits::kSchedulesPerGroup));
 }
 
-SearchOptions ToSearchOptions(const SearchFlags& f) {
+SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
   SearchOptions o;
   o.threads = f.threads;
   o.max_group_size = f.max_group_size;
   o.max_kernel_args = f.max_kernel_args;
   o.max_region_nodes = f.max_region_nodes;
-  for (const auto& op : f.never_fuse_ops) o.never_fuse_ops.insert(op);
-  for (const auto& n : f.never_fuse_nodes) o.never_fuse_nodes.insert(StripPercent(n));
+  for (const auto& op : f.never_fuse_ops) {
+    if (std::string problem = ControlOpProblem(op); !problem.empty())
+      throw UserError("--never-fuse: " + problem);
+    o.never_fuse_ops.insert(op);
+  }
+  for (const auto& n : f.never_fuse_nodes)
+    o.never_fuse_nodes.insert(NodeName(graph, n, "--never-fuse-node"));
   for (const auto& group : f.forbid) {
     std::set<std::string> names;
     size_t pos = 0;
     while (pos <= group.size()) {
       size_t end = group.find(',', pos);
       if (end == std::string::npos) end = group.size();
-      std::string name = StripPercent(group.substr(pos, end - pos));
-      if (name.empty())
+      std::string given = group.substr(pos, end - pos);
+      if (given.empty() || given == "%")
         throw UserError("--forbid takes node names separated by commas, like %0,%1");
-      names.insert(name);
+      names.insert(NodeName(graph, given, "--forbid"));
       pos = end + 1;
     }
+    if (names.size() < kMinForbiddenGroupNodes)
+      throw UserError(fmt::format("--forbid {}: {}", group, kForbiddenGroupTooSmall));
     o.forbidden_groups.push_back(std::move(names));
   }
   o.budget = f.budget;

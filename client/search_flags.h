@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ir/graph.h"
 #include "server/search_options.h"
 
 namespace fusetune::cli {
@@ -26,7 +27,9 @@ struct SearchFlags {
 // Adds --db, --threads and, when `search` is set, the search-space controls.
 void AddSearchFlags(CLI::App* cmd, SearchFlags& flags, bool search);
 
-SearchOptions ToSearchOptions(const SearchFlags& flags);
+// The controls as the search takes them. Throws UserError (exit 2) naming the flag when a name
+// means nothing for `graph`: an unknown op, a node the graph does not have, a one-node --forbid.
+SearchOptions ToSearchOptions(const SearchFlags& flags, const Graph& graph);
 std::string DbPath(const SearchFlags& flags);
 
 }  // namespace fusetune::cli

@@ -8,7 +8,11 @@
 namespace fusetune::cli {
 namespace {
 
-std::string Us(double us) { return std::isfinite(us) ? fmt::format("{:.1f}", us) : "failed"; }
+// NaN: not measured (a transferred plan); infinity: the plan failed.
+std::string Us(double us) {
+  if (std::isnan(us)) return "-";
+  return std::isfinite(us) ? fmt::format("{:.1f}", us) : "failed";
+}
 
 std::string Speedup(double base, double tuned) {
   if (!std::isfinite(base) || !std::isfinite(tuned) || tuned <= 0) return "-";
@@ -44,23 +48,28 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   std::string out = fmt::format("{}  on {}, {} thread{}\n\n", graph_name, ShortTarget(r.target),
                                 r.threads, r.threads == 1 ? "" : "s");
   constexpr size_t kOpsWidth = 44;
-  out += fmt::format("{:>3}  {:<{}}  {:>7}  {:>11}  {:>11}  {:>11}  {:>9}  {:>9}\n", "#", "ops",
+  out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>11}  {:>11}  {:>11}  {:>9}  {:>9}\n", "#", "ops",
                      kOpsWidth, "source", "tuned µs", "greedy µs", "unfused µs", "vs greedy",
                      "vs unfused");
   for (size_t i = 0; i < r.regions.size(); ++i) {
     const RegionReport& rr = r.regions[i];
-    std::string source = rr.cached ? "cache" : fmt::format("{}+{}", rr.measured, rr.reused);
-    out += fmt::format("{:>3}  {:<{}}  {:>7}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", i + 1,
+    const bool transferred = !rr.transferred_from.empty();
+    std::string source = rr.cached     ? "cache"
+                         : transferred ? "transferred"
+                                       : fmt::format("{}+{}", rr.measured, rr.reused);
+    out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", i + 1,
                        OpsSummary(rr.ops, kOpsWidth), kOpsWidth, source, Us(rr.tuned_us),
                        Us(rr.greedy_us), Us(rr.unfused_us), Speedup(rr.greedy_us, rr.tuned_us),
                        Speedup(rr.unfused_us, rr.tuned_us));
   }
-  out += fmt::format("{:>3}  {:<{}}  {:>7}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", "",
+  out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", "",
                      "whole graph", kOpsWidth, r.totals_measured ? "timed" : "sum",
                      Us(r.total_tuned_us), Us(r.total_greedy_us), Us(r.total_unfused_us),
                      Speedup(r.total_greedy_us, r.total_tuned_us),
                      Speedup(r.total_unfused_us, r.total_tuned_us));
-  out += "\nchosen kernels per region (the fastest of tuned, greedy and unfused is kept):\n";
+  out +=
+      "\nchosen kernels per region (the simplest of greedy, unfused and tuned is kept unless a "
+      "faster one wins beyond noise):\n";
   for (size_t i = 0; i < r.regions.size(); ++i) {
     const RegionReport& rr = r.regions[i];
     std::string groups;
@@ -70,16 +79,32 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
       groups += fmt::format(" [{}]", names);
     }
     out += fmt::format("{:>3}  {:<8}{}\n", i + 1, rr.chosen, groups);
+    if (!rr.decision.empty())
+      out += fmt::format("     {}{}\n", rr.decision,
+                         rr.rounds > 0 ? fmt::format(" ({} rounds)", rr.rounds) : "");
+    if (!rr.transferred_from.empty())
+      out += fmt::format("     transferred, not measured at this size: the plan tuned at {}\n",
+                         rr.transferred_from);
   }
   const bool all_cached = std::all_of(r.regions.begin(), r.regions.end(),
                                       [](const RegionReport& x) { return x.cached; });
-  const std::string error =
-      all_cached ? "checked when the plans were stored" : fmt::format("{:.2g}", r.max_abs_error);
+  const bool any_transferred = std::any_of(r.regions.begin(), r.regions.end(), [](const auto& x) {
+    return !x.transferred_from.empty();
+  });
+  const bool nothing_ran = std::all_of(r.regions.begin(), r.regions.end(), [](const auto& x) {
+    return x.cached || !x.transferred_from.empty();
+  });
+  const std::string error = all_cached    ? "checked when the plans were stored"
+                            : nothing_ran ? "not checked yet (`fusetune run --plan tuned` checks a "
+                                            "transferred plan)"
+                                          : fmt::format("{:.2g}", r.max_abs_error);
   out += fmt::format(
       "\nmax |error| vs reference {}; measured {} candidates, reused {}, pruned {} by the "
       "cost model; {:.1f} s\n",
       error, r.candidates_measured, r.measurements_reused, r.pruned, r.seconds);
   out += "source: measured+reused (group, schedule) pairs, or cache = the region's stored plan\n";
+  if (any_transferred)
+    out += "        transferred = the nearest tuned size's plan, adapted; its figures are '-'\n";
   return out;
 }
 

@@ -8,20 +8,27 @@
 //    "repeat":..,"max_abs_error":..,"compile_ms":..,"group_text":"...","created_at":...}
 //   {"kind":"best_plan","region_signature":"...","target_fingerprint":"...","threads":1,
 //    "search_version":1,"groups":[{"nodes":[0,1],"schedule":""}],"tuned_us":..,"greedy_us":..,
-//    "unfused_us":..,"chosen":"tuned","region_text":"...","ops":["..."],"created_at":...}
+//    "unfused_us":..,"chosen":"tuned","region_text":"...","ops":["..."],"created_at":...,
+//    "family_key":"...","margin":0.93,"decision":"...","rounds":7}
 //
+// A best plan's family_key, margin, decision and rounds (schema v4) are written only when the plan
+// has them, and read when present: lines written before they existed import as plans without
+// them, and a reader that predates them ignores them, so the format version stays 1.
+//
+// replaced_plans is this file's history of its own decisions, not knowledge to share, and is not
+// exported; an import that replaces a plan archives the old one there.
 // Tasks, jobs and workers are the state of one server, not knowledge to share, and are not
-// exported. The merge rule of an import is documented at Store::ImportJsonLines.
+// exported. The merge rule of an import is documented at Cache::ImportJsonLines.
 #include <istream>
 #include <ostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "db/cache.h"
 #include "db/cache_queries.h"
 #include "db/schema.h"
 #include "db/sqlite.h"
-#include "db/store.h"
 #include "ir/error.h"
 
 namespace fusetune::db {
@@ -64,19 +71,24 @@ json MeasurementToJson(const MeasurementRecord& m) {
 }
 
 json BestPlanToJson(const BestPlanRecord& b) {
-  return {{"kind", "best_plan"},
-          {"region_signature", b.key.region_signature},
-          {"target_fingerprint", b.key.target_fingerprint},
-          {"threads", b.key.threads},
-          {"search_version", b.key.search_version},
-          {"groups", json::parse(GroupsToJson(b.groups))["groups"]},
-          {"tuned_us", b.tuned_us},
-          {"greedy_us", b.greedy_us},
-          {"unfused_us", b.unfused_us},
-          {"chosen", b.chosen},
-          {"region_text", b.region_text},
-          {"ops", b.ops},
-          {"created_at", b.created_at}};
+  json j = {{"kind", "best_plan"},
+            {"region_signature", b.key.region_signature},
+            {"target_fingerprint", b.key.target_fingerprint},
+            {"threads", b.key.threads},
+            {"search_version", b.key.search_version},
+            {"groups", json::parse(GroupsToJson(b.groups))["groups"]},
+            {"tuned_us", b.tuned_us},
+            {"greedy_us", b.greedy_us},
+            {"unfused_us", b.unfused_us},
+            {"chosen", b.chosen},
+            {"region_text", b.region_text},
+            {"ops", b.ops},
+            {"created_at", b.created_at}};
+  if (!b.family_key.empty()) j["family_key"] = b.family_key;
+  if (b.margin) j["margin"] = *b.margin;
+  if (!b.decision.empty()) j["decision"] = b.decision;
+  if (b.rounds) j["rounds"] = *b.rounds;
+  return j;
 }
 
 // Field readers that name the line and the field on a type mismatch.
@@ -107,6 +119,7 @@ class LineReader {
     if (!v->is_array()) Fail(field, "an array");
     return *v;
   }
+  bool Has(const char* field) const { return Find(field, false) != nullptr; }
   [[noreturn]] void Error(const std::string& what) const {
     throw UserError(fmt::format("line {}: {}", line_, what));
   }
@@ -192,28 +205,29 @@ BestPlanRecord BestPlanFromJson(const LineReader& r) {
     b.ops.push_back(op.get<std::string>());
   }
   b.created_at = r.Int("created_at", false);
+  b.family_key = r.Str("family_key", false);
+  if (r.Has("margin")) b.margin = r.Num("margin");
+  b.decision = r.Str("decision", false);
+  if (r.Has("rounds")) b.rounds = static_cast<int32_t>(r.Int("rounds"));
   return b;
 }
 
 }  // namespace
 
-int64_t Store::ExportJsonLines(std::ostream& out) const {
+int64_t Cache::ExportJsonLines(std::ostream& out) const {
   std::vector<TargetRecord> targets;
   std::vector<MeasurementRecord> measurements;
   std::vector<BestPlanRecord> plans;
-  {
-    // One read transaction: a consistent snapshot even while another process writes.
-    std::lock_guard lock(mutex_);
-    Transaction tx(*conn_, Transaction::Mode::kRead);
-    targets = ListTargetsIn(*conn_);
-    measurements = ListMeasurementsIn(*conn_, {});
-    plans = ListBestPlansIn(*conn_, {});
-    tx.Commit();
-  }
+  // One read transaction: a consistent snapshot even while another process writes.
+  db_.ReadTransaction([&](Connection& conn) {
+    targets = ListTargetsIn(conn);
+    measurements = ListMeasurementsIn(conn, {});
+    plans = ListBestPlansIn(conn, {});
+  });
   out << json{{"kind", "header"},
               {"format", "fusetune-cache"},
               {"version", kExportFormatVersion},
-              {"schema", schema_version_},
+              {"schema", db_.schema_version()},
               {"exported_at", NowMs()}}
              .dump()
       << "\n";
@@ -223,62 +237,61 @@ int64_t Store::ExportJsonLines(std::ostream& out) const {
   return static_cast<int64_t>(targets.size() + measurements.size() + plans.size());
 }
 
-ImportStats Store::ImportJsonLines(std::istream& in) {
-  std::lock_guard lock(mutex_);
-  Transaction tx(*conn_);
-  ImportStats stats;
-  std::string text;
-  int64_t line = 0;
-  while (std::getline(in, text)) {
-    ++line;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    LineReader r(doc, line);
-    if (doc.is_discarded() || !doc.is_object()) r.Error("not a JSON object");
-    std::string kind = r.Str("kind");
-    try {
-      if (kind == "header") {
-        if (doc.value("format", "") != "fusetune-cache") {
-          r.Error("the header's \"format\" is not \"fusetune-cache\"");
-        }
-        int64_t version = r.Int("version");
-        if (version > kExportFormatVersion) {
-          r.Error(
-              fmt::format("written in export format v{}, this binary reads up to v{}; "
-                          "upgrade fusetune",
-                          version, kExportFormatVersion));
-        }
-      } else if (kind == "target") {
-        if (MergeTargetLocked(TargetFromJson(r))) {
-          ++stats.added;
+ImportStats Cache::ImportJsonLines(std::istream& in) {
+  return db_.WriteTransaction([&](Connection& conn) {
+    ImportStats stats;
+    std::string text;
+    int64_t line = 0;
+    while (std::getline(in, text)) {
+      ++line;
+      if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+      json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      LineReader r(doc, line);
+      if (doc.is_discarded() || !doc.is_object()) r.Error("not a JSON object");
+      std::string kind = r.Str("kind");
+      try {
+        if (kind == "header") {
+          if (doc.value("format", "") != "fusetune-cache") {
+            r.Error("the header's \"format\" is not \"fusetune-cache\"");
+          }
+          int64_t version = r.Int("version");
+          if (version > kExportFormatVersion) {
+            r.Error(
+                fmt::format("written in export format v{}, this binary reads up to v{}; "
+                            "upgrade fusetune",
+                            version, kExportFormatVersion));
+          }
+        } else if (kind == "target") {
+          if (MergeTargetIn(conn, TargetFromJson(r))) {
+            ++stats.added;
+          } else {
+            ++stats.kept;
+          }
+        } else if (kind == "measurement") {
+          bool replaced = false;
+          if (!PutMeasurementIn(conn, MeasurementFromJson(r), &replaced)) {
+            ++stats.kept;
+          } else {
+            ++(replaced ? stats.replaced : stats.added);
+          }
+        } else if (kind == "best_plan") {
+          bool replaced = false;
+          if (!MergeBestPlanIn(conn, BestPlanFromJson(r), kReplacedByImport, &replaced)) {
+            ++stats.kept;
+          } else {
+            ++(replaced ? stats.replaced : stats.added);
+          }
         } else {
-          ++stats.kept;
+          r.Error(fmt::format("unknown record kind \"{}\"", kind));
         }
-      } else if (kind == "measurement") {
-        bool replaced = false;
-        if (!PutMeasurementLocked(MeasurementFromJson(r), &replaced)) {
-          ++stats.kept;
-        } else {
-          ++(replaced ? stats.replaced : stats.added);
-        }
-      } else if (kind == "best_plan") {
-        bool replaced = false;
-        if (!MergeBestPlanLocked(BestPlanFromJson(r), &replaced)) {
-          ++stats.kept;
-        } else {
-          ++(replaced ? stats.replaced : stats.added);
-        }
-      } else {
-        r.Error(fmt::format("unknown record kind \"{}\"", kind));
+      } catch (const StoreError& e) {
+        // A CHECK constraint: the record is well-formed JSON but not a valid record.
+        r.Error(fmt::format("the {} record is not valid: {}", kind, e.what()));
       }
-    } catch (const StoreError& e) {
-      // A CHECK constraint: the record is well-formed JSON but not a valid record.
-      r.Error(fmt::format("the {} record is not valid: {}", kind, e.what()));
     }
-  }
-  if (in.bad()) throw UserError("reading the import stream failed");
-  tx.Commit();
-  return stats;
+    if (in.bad()) throw UserError("reading the import stream failed");
+    return stats;
+  });
 }
 
 }  // namespace fusetune::db

@@ -1,11 +1,12 @@
 #pragma once
-// Plain records the Store reads and writes. They carry no behaviour and no SQL; every time is Unix
-// time in milliseconds (0 = "now" when the Store writes a record).
+// Plain records the Cache and the JobQueue read and write. They carry no behaviour and no SQL;
+// every time is Unix time in milliseconds (0 = "now" when the database writes a record).
 //
-// Keys (DESIGN.md "Regions and signatures"):
+// Keys (docs/signatures.md):
 //   measurement  (group_signature, schedule, target_fingerprint, threads)
 //   best plan    (region_signature, target_fingerprint, threads, search_version)
 //   target       (fingerprint)
+//   job          (job_key, target, threads)
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,7 +71,8 @@ struct StoredGroup {
   bool operator==(const StoredGroup&) const = default;
 };
 
-// The best plan found for a region, with all three validated figures.
+// The best plan found for a region, with all three validated figures and, when the validation
+// recorded them, how sure it was (db/schema.cc, v4, documents each column).
 struct BestPlanRecord {
   BestPlanKey key;
   std::vector<StoredGroup> groups;
@@ -81,9 +83,22 @@ struct BestPlanRecord {
   std::string region_text;       // canonical text, for inspection
   std::vector<std::string> ops;  // op names in canonical order
   int64_t created_at = 0;
+  // Shape-free structure key of the region: regions that differ only in sizes share it. Empty
+  // when unknown (such plans belong to no family).
+  std::string family_key;
+  std::optional<double> margin;   // chosen time / runner-up baseline's time, e.g. 0.93
+  std::string decision;           // e.g. "tuned 1.02x, within noise: greedy kept"; "" = none
+  std::optional<int32_t> rounds;  // paired timing rounds behind the decision
 
   // The time of the stored plan (the figure of `chosen`): what merges compare.
   double ChosenUs() const;
+};
+
+// A plan that a newer plan of the same key replaced, kept for the record.
+struct ReplacedPlanRecord {
+  BestPlanRecord plan;  // as it was stored, created_at included
+  int64_t replaced_at = 0;
+  std::string reason;  // why it was replaced, e.g. "tuned again"
 };
 
 // Serialisation of `groups`, as stored in best_plans.plan_json:
@@ -117,30 +132,33 @@ enum class JobState { kQueued, kLeased, kDone, kFailed };
 std::string_view JobStateName(JobState state);
 std::optional<JobState> ParseJobState(std::string_view name);
 
-// What a task asks to be measured. `key.target_fingerprint` may be "any": then any worker may
-// lease it and the result is recorded under the worker's own fingerprint.
+// What a task asks a worker to do. The key is (job_key, target, threads): jobs with equal keys
+// are one queue row, shared by every task that needs it (the task_jobs link), so concurrent
+// identical submissions cause one measurement.
 struct JobSpec {
-  MeasurementKey key;
-  std::vector<uint8_t> payload;  // the serialised group + schedule a worker needs (opaque here)
+  std::string job_key;  // what the job does, hashed: equal work, equal key (opaque here)
+  std::string target;   // a target fingerprint, or "any": then any worker may lease it
+  int32_t threads = 1;
+  std::vector<uint8_t> payload;  // what a worker needs to run the job (opaque here)
   int32_t max_attempts = 3;
 };
 
-// One measurement in the durable queue. Jobs are unique per measurement key and shared by every
-// task that needs that measurement (the task_jobs link), so concurrent identical submissions cause
-// one measurement.
+// One job in the durable queue.
 struct JobRecord {
   int64_t id = 0;
-  MeasurementKey key;
+  std::string job_key;
+  std::string target;  // as enqueued: a fingerprint or "any"
+  int32_t threads = 1;
   JobState state = JobState::kQueued;
   int32_t attempts = 0;  // leases handed out so far
   int32_t max_attempts = 3;
   std::string lease_owner;     // worker id while leased
   int64_t lease_deadline = 0;  // while leased
   std::string errors;          // every failed attempt's reason, "; "-separated, oldest first
-  std::string result_target;   // once done: the fingerprint the measurement was stored under
+  std::string result_target;   // once done: the fingerprint of the worker that answered
   std::vector<uint8_t> payload;
-  // Once done through Store::CompleteJobWithResult: the worker's answer, kept on the row (opaque
-  // here). Empty for jobs completed with a measurement.
+  // Once done: the worker's answer, kept on the row (opaque here), so a task that asks again or
+  // resumes after a restart reads it back instead of measuring again.
   std::vector<uint8_t> result;
   int64_t created_at = 0;
   int64_t updated_at = 0;

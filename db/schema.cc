@@ -134,7 +134,110 @@ constexpr const char* kStepV3 = R"sql(
 ALTER TABLE jobs ADD COLUMN result BLOB;
 )sql";
 
-constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3};
+// v4, three changes in one step.
+//
+// 1. Jobs are keyed by what they hold. Until v3 the service put a hash of each job into the
+//    measurement-key columns as ("job:<hash>", schedule ""), so a job looked like a measurement it
+//    never was (and the queue's "already measured" check could never match). The table is rebuilt
+//    (SQLite cannot drop a column that a UNIQUE constraint names) with:
+//      job_key  a hash of the job's work: the graph it times, its plans, inputs and timing
+//               options, without the job's id. Equal work is one row, shared by every task
+//               (task_jobs) and answered once. Old keys lose their "job:" prefix; a v2 row keyed
+//               by a real measurement key keeps group signature and schedule, joined by a space.
+//    Ids and the AUTOINCREMENT sequence are kept, so task_jobs rows and leases held by workers
+//    still name the same jobs.
+//
+// 2. best_plans gain what the noise and shape issues record:
+//      family_key  a shape-free structure key of the region (ops, attributes, ranks, dtypes, with
+//                  sizes abstracted to symbols that keep their equalities): regions that differ
+//                  only in sizes share it. '' until the code that computes it stores one.
+//      margin      the chosen plan's time over the runner-up baseline's (0.93 = 7% faster than the
+//                  better of the other two); NULL when not recorded.
+//      decision    what the validation concluded, in words ("tuned 1.02x, within noise: greedy
+//                  kept"); NULL when not recorded.
+//      rounds      how many paired timing rounds the decision rests on; NULL when not recorded.
+//    best_plans_by_family serves "the tuned members of this family for this target, thread count
+//    and search version"; best_plans_by_created serves the status page's newest plans without
+//    reading the whole table.
+//
+// 3. replaced_plans: when a plan replaces an existing plan of the same key (a re-tune, an import
+//    of a faster plan, a re-validation that found it slower than a baseline), the old row is
+//    copied here with when and why, so its figures stay on record. Columns as in best_plans, plus
+//      replaced_at  Unix ms of the replacement
+//      reason       why it was replaced ("tuned again", "import: a faster plan", ...)
+//    Rows are only ever added; `fusetune cache rm` deletes plans, not this history.
+constexpr const char* kStepV4 = R"sql(
+CREATE TABLE jobs_v4 (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_key        TEXT NOT NULL CHECK (length(job_key) > 0),
+  target         TEXT NOT NULL CHECK (length(target) > 0),
+  threads        INTEGER NOT NULL CHECK (threads >= 1),
+  state          TEXT NOT NULL CHECK (state IN ('queued', 'leased', 'done', 'failed')),
+  attempts       INTEGER NOT NULL CHECK (attempts >= 0),
+  max_attempts   INTEGER NOT NULL CHECK (max_attempts >= 1),
+  lease_owner    TEXT,
+  lease_deadline INTEGER,
+  errors         TEXT NOT NULL,
+  result_target  TEXT,
+  payload        BLOB NOT NULL,
+  result         BLOB,
+  created_at     INTEGER NOT NULL,
+  updated_at     INTEGER NOT NULL,
+  UNIQUE (job_key, target, threads),
+  CHECK ((state = 'leased') = (lease_owner IS NOT NULL AND lease_deadline IS NOT NULL))
+) STRICT;
+INSERT INTO jobs_v4 (id, job_key, target, threads, state, attempts, max_attempts, lease_owner,
+                     lease_deadline, errors, result_target, payload, result, created_at, updated_at)
+  SELECT id,
+         CASE WHEN schedule <> '' THEN group_signature || ' ' || schedule
+              WHEN substr(group_signature, 1, 4) = 'job:' THEN substr(group_signature, 5)
+              ELSE group_signature END,
+         target, threads, state, attempts, max_attempts, lease_owner, lease_deadline, errors,
+         result_target, payload, result, created_at, updated_at
+  FROM jobs;
+DELETE FROM sqlite_sequence WHERE name = 'jobs_v4';
+INSERT INTO sqlite_sequence (name, seq)
+  SELECT 'jobs_v4', seq FROM sqlite_sequence WHERE name = 'jobs';
+DROP TABLE jobs;
+ALTER TABLE jobs_v4 RENAME TO jobs;
+CREATE INDEX jobs_queue ON jobs (target, state, id);
+CREATE INDEX jobs_leases ON jobs (state, lease_deadline);
+CREATE INDEX jobs_by_owner ON jobs (lease_owner) WHERE lease_owner IS NOT NULL;
+
+ALTER TABLE best_plans ADD COLUMN family_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE best_plans ADD COLUMN margin REAL CHECK (margin > 0);
+ALTER TABLE best_plans ADD COLUMN decision TEXT;
+ALTER TABLE best_plans ADD COLUMN rounds INTEGER CHECK (rounds >= 0);
+CREATE INDEX best_plans_by_family ON best_plans (family_key, target_fingerprint, threads,
+                                                 search_version);
+CREATE INDEX best_plans_by_created ON best_plans (created_at);
+
+CREATE TABLE replaced_plans (
+  id                 INTEGER PRIMARY KEY,
+  region_signature   TEXT NOT NULL CHECK (length(region_signature) > 0),
+  target_fingerprint TEXT NOT NULL CHECK (length(target_fingerprint) > 0),
+  threads            INTEGER NOT NULL CHECK (threads >= 1),
+  search_version     INTEGER NOT NULL CHECK (search_version >= 1),
+  family_key         TEXT NOT NULL,
+  plan_json          TEXT NOT NULL CHECK (json_valid(plan_json)),
+  tuned_us           REAL NOT NULL,
+  greedy_us          REAL NOT NULL,
+  unfused_us         REAL NOT NULL,
+  chosen             TEXT NOT NULL CHECK (chosen IN ('tuned', 'greedy', 'unfused')),
+  region_text        TEXT NOT NULL,
+  ops_json           TEXT NOT NULL CHECK (json_valid(ops_json)),
+  margin             REAL,
+  decision           TEXT,
+  rounds             INTEGER,
+  created_at         INTEGER NOT NULL,
+  replaced_at        INTEGER NOT NULL,
+  reason             TEXT NOT NULL CHECK (length(reason) > 0)
+) STRICT;
+CREATE INDEX replaced_plans_by_key ON replaced_plans (region_signature, target_fingerprint,
+                                                      threads, search_version);
+)sql";
+
+constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4};
 static_assert(std::size(kSteps) == kLatestSchemaVersion);
 
 }  // namespace
@@ -146,12 +249,23 @@ int ReadSchemaVersion(Connection& conn) {
 }
 
 void Migrate(Connection& conn, int target_version) {
+  // A no-op inside a transaction, so set here: with foreign keys on, dropping a table that others
+  // reference would cascade into them.
+  conn.Exec("PRAGMA foreign_keys = OFF");
   for (int version = 1; version <= target_version; ++version) {
     if (ReadSchemaVersion(conn) >= version) continue;
     Transaction tx(conn);
     // Another process may have applied this step while we waited for the write lock.
     if (ReadSchemaVersion(conn) >= version) continue;
     conn.Exec(kSteps[version - 1]);
+    {
+      Statement check = conn.Prepare("PRAGMA foreign_key_check");
+      if (check.Step()) {
+        throw StoreError(fmt::format("{}: migration to schema v{} broke a reference from table {}",
+                                     conn.path(), version, check.Text(0)),
+                         0);
+      }
+    }
     if (version == 1) conn.Exec(fmt::format("PRAGMA application_id = {}", kApplicationId));
     conn.Exec(fmt::format("PRAGMA user_version = {}", version));
     tx.Commit();

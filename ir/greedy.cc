@@ -7,7 +7,7 @@
 //   ------------------  -----  ------------------------------------------------------------------
 //   OutEWiseFusable      0     the edge pattern to it is ElemWise and every op on the way is
 //   (dense, matmul)            <= Broadcast                     (epilogue fusion)
-//   CommReduce           0     same rule as OutEWiseFusable     (element-wise epilogue; DESIGN.md)
+//   CommReduce           0     same rule as OutEWiseFusable     (element-wise epilogue)
 //   ElemWise/Broadcast   0,1   the dominator's pattern is <= Injective or CommReduce, the ops on
 //                              the way are <= Injective, and the dominator itself is <= Broadcast,
 //                              Injective, CommReduce or OutEWiseFusable

@@ -128,6 +128,34 @@ static Schedule ToSchedule(const MatmulTiling& t) {
   return s;  // "l2" only chose nc, which is spelled
 }
 
+Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
+                             const MatmulLayout& to, int threads) {
+  const MatmulTiling was = ResolveMatmulTiling(from, tuned, threads);
+  // The choices that do not depend on the problem's size.
+  Schedule policy;
+  policy.Set("mr", was.mr);
+  policy.Set("nr", was.nr);
+  policy.Set("ku", was.ku);
+  policy.Set("loop", was.loop);
+  if (was.kc != DefaultKc(from.k)) policy.Set("kc", was.kc);
+  // Which budget chose the blocks: the L1 one, the L2 one, or neither (then keep their sizes).
+  // When both give these blocks, the loop order decides, as MatmulScheduleSpace pairs them (n
+  // panels outer only with the L2 block), so a member of one space adapts into the other.
+  Schedule l1 = policy, l2 = policy;
+  l2.Set("l2", 1);
+  const MatmulTiling by_l1 = ResolveMatmulTiling(from, l1, threads);
+  const MatmulTiling by_l2 = ResolveMatmulTiling(from, l2, threads);
+  const bool fits_l1 = was.nc == by_l1.nc, fits_l2 = was.nc == by_l2.nc;
+  const MatmulTiling* by_default = fits_l1 && fits_l2 ? (was.loop == 1 ? &by_l2 : &by_l1)
+                                   : fits_l1          ? &by_l1
+                                   : fits_l2          ? &by_l2
+                                                      : nullptr;
+  if (by_default == &by_l2) policy.Set("l2", 1);
+  if (!by_default) policy.Set("nc", was.nc);
+  if (!by_default || was.mc != by_default->mc) policy.Set("mc", was.mc);
+  return ToSchedule(ResolveMatmulTiling(to, policy, threads));
+}
+
 std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads) {
   std::vector<Schedule> space;
   auto add = [&](Schedule s) {

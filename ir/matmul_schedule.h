@@ -42,6 +42,15 @@ bool MatmulTileFitsRegisters(int mr, int nr);
 // larger than the problem are clamped; mc and nc are rounded up to multiples of mr and nr.
 MatmulTiling ResolveMatmulTiling(const MatmulLayout& layout, const Schedule& schedule, int threads);
 
+// A schedule tuned for `from` adapted to `to`, the same group at other sizes (ir/schedule_space.h):
+// the register tile, unroll and loop order are kept (clamped to the new problem); a k block, m
+// block or n block that was the default for `from` (whole K, balanced blocks, the L1 or L2 budget)
+// becomes the default for `to`, and one that was chosen otherwise keeps its size, clamped. Every
+// knob is spelled, as in MatmulScheduleSpace. Throws UserError when `tuned` is not a valid
+// schedule for `from`.
+Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
+                             const MatmulLayout& to, int threads);
+
 // The bounded schedule space of one problem at a thread count; the first entry is the default.
 // Every entry spells all its knobs, so a recorded measurement names exactly what ran.
 std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& layout, int threads);

@@ -65,6 +65,19 @@ using CostFn = std::function<double(std::span<const TensorType> inputs, const Te
 using MatmulFn =
     std::function<MatmulLayout(std::span<const TensorType> inputs, const Attrs& attrs)>;
 
+// An attribute entry that holds a size of one of the op's tensors: reshape's positive newshape
+// entries, strided_slice's ends that reach the end of their axis, dense's units. Shape-free keys
+// (ir/text/family.h) write it as the symbol of that size, so two calls that differ only in sizes
+// share a family.
+struct SizeAttr {
+  std::string attr;
+  int index = -1;  // entry of an int list; -1: the attribute is one int
+  int input = -1;  // whose size: input i, or -1 for the output
+  int axis = 0;
+};
+using SizeAttrsFn = std::function<std::vector<SizeAttr>(std::span<const TensorType> inputs,
+                                                        const TensorType& out, const Attrs& attrs)>;
+
 struct OpDef {
   std::string name;
   int min_inputs = 1;
@@ -82,6 +95,7 @@ struct OpDef {
   EvalFn eval;   // reference semantics when not derivable from scalar/access (kReduce, kMatmul,
                  // kComposite)
   CostFn flops;  // floating-point operations of one evaluation
+  SizeAttrsFn size_attrs;  // absent: no attribute holds a size
 };
 
 const OpDef* FindOp(std::string_view name);

@@ -5,10 +5,21 @@
 // generic templates, so default measurements share one key whatever the target's width).
 #include "ir/schedule_space.h"
 
+#include <fmt/format.h>
+
+#include "ir/error.h"
+
 #include "ir/matmul_schedule.h"
 
 namespace fusetune {
 namespace {
+
+MatmulLayout LayoutOf(const Graph& graph, const FusedGroup& group) {
+  const Value& anchor = graph.value(group.anchor);
+  std::vector<TensorType> in_types;
+  for (ValueId in : anchor.inputs) in_types.push_back(graph.value(in).type);
+  return anchor.op->matmul(in_types, anchor.attrs);
+}
 
 Schedule Knobs(std::initializer_list<std::pair<const char*, int64_t>> knobs) {
   Schedule s;
@@ -20,10 +31,7 @@ Schedule Knobs(std::initializer_list<std::pair<const char*, int64_t>> knobs) {
 
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads) {
   if (group.templ == GroupTemplate::kMatmul) {
-    const Value& anchor = graph.value(group.anchor);
-    std::vector<TensorType> in_types;
-    for (ValueId in : anchor.inputs) in_types.push_back(graph.value(in).type);
-    auto space = MatmulScheduleSpace(anchor.op->matmul(in_types, anchor.attrs), threads);
+    auto space = MatmulScheduleSpace(LayoutOf(graph, group), threads);
     if (!space.empty()) return space;
     return {Schedule{}};
   }
@@ -33,6 +41,17 @@ std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group,
   std::vector<Schedule> space = {Schedule{}, Knobs({{"vector", 8}})};
   if (threads > 1) space.push_back(Knobs({{"parallel", 0}}));
   return space;
+}
+
+Schedule AdaptSchedule(const Graph& from_graph, const FusedGroup& from, const Schedule& tuned,
+                       const Graph& to_graph, const FusedGroup& to, int threads) {
+  if (from.templ != to.templ) {
+    throw UserError(fmt::format("cannot adapt a {} schedule to a {} group",
+                                TemplateName(from.templ), TemplateName(to.templ)));
+  }
+  if (from.templ == GroupTemplate::kMatmul)
+    return AdaptMatmulSchedule(LayoutOf(from_graph, from), tuned, LayoutOf(to_graph, to), threads);
+  return tuned;
 }
 
 }  // namespace fusetune

@@ -4,12 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libopenblas0-pthread: numpy's and PyTorch's BLAS for the bench/ peers (else the slow reference BLAS).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   llvm-16-dev libspdlog-dev libfmt-dev libsqlite3-dev libgtest-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
   libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
+  python3-grpcio python3-protobuf python3-pytest python3-onnx
+  libopenblas0-pthread
 )
 missing=()
 # shellcheck disable=SC2206
@@ -29,4 +32,6 @@ JOBS="${FUSETUNE_JOBS:-$(nproc)}"
 if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
+# The default build also generates the Python client's gRPC stubs (client/python/fusetune/_proto,
+# target python_stubs), so `PYTHONPATH=client/python` works and ctest's python_client finds them.
 cmake --build build -j "$JOBS"

@@ -5,8 +5,8 @@
 // that neighbour the set and were not already offered by an earlier member, so every connected
 // set up to the size bound is produced exactly once. A set with two anchors (matmul, reduction,
 // composite) or a never-fuse node is never extended, since no superset could be lowered. Each
-// produced set is then checked by AnalyzeGroup (convexity, template match) and the request's
-// limits.
+// produced set is then checked by the request's policy (RequestPolicy::OneKernel: AnalyzeGroup's
+// convexity and template match, the request's limits and forbidden groups).
 #include "server/candidates.h"
 
 #include <algorithm>
@@ -22,29 +22,20 @@ bool IsAnchor(const Value& v) {
 
 class Enumerator {
  public:
-  Enumerator(const Graph& g, const SearchOptions& o) : g_(g), opt_(o) {
-    const int n = static_cast<int>(g.values().size());
+  Enumerator(const RequestPolicy& policy, std::vector<RefusedGroup>* refused)
+      : g_(policy.graph()), policy_(policy), refused_(refused) {
+    const int n = static_cast<int>(g_.values().size());
     neighbours_.resize(n);
     fusable_.assign(n, false);
-    for (int v = 0; v < n; ++v) {
-      const Value& val = g.value(v);
-      if (val.kind != ValueKind::kNode) continue;
-      fusable_[v] = !o.never_fuse_ops.count(val.op->name) && !o.never_fuse_nodes.count(val.name);
-    }
+    for (int v = 0; v < n; ++v)
+      fusable_[v] = g_.value(v).kind == ValueKind::kNode && policy.MayJoinGroup(v);
     for (int v = 0; v < n; ++v) {
       if (!fusable_[v]) continue;
-      for (ValueId in : g.value(v).inputs) {
+      for (ValueId in : g_.value(v).inputs) {
         if (!fusable_[in]) continue;
         neighbours_[v].insert(in);
         neighbours_[in].insert(v);
       }
-    }
-    for (const auto& names : o.forbidden_groups) {
-      std::vector<ValueId> ids;
-      for (const auto& name : names)
-        if (auto id = g.FindByName(name)) ids.push_back(*id);
-      std::sort(ids.begin(), ids.end());
-      if (ids.size() == names.size()) forbidden_.insert(ids);
     }
   }
 
@@ -69,7 +60,7 @@ class Enumerator {
 
  private:
   void Extend(std::vector<ValueId>& set, std::set<ValueId> ext, ValueId root, int anchors) {
-    if (static_cast<int>(set.size()) >= opt_.max_group_size) return;
+    if (static_cast<int>(set.size()) >= policy_.options().max_group_size) return;
     while (!ext.empty()) {
       ValueId w = *ext.begin();
       ext.erase(ext.begin());
@@ -92,26 +83,26 @@ class Enumerator {
   }
 
   void Record(const std::vector<ValueId>& nodes) {
-    if (nodes.size() > 1 && forbidden_.count(nodes)) return;
-    auto group = AnalyzeGroup(g_, nodes);
-    if (!group) return;
-    int args = static_cast<int>(group->inputs.size() + group->outputs.size());
-    if (nodes.size() > 1 && args > opt_.max_kernel_args) return;
-    out_.push_back(std::move(*group));
+    std::string why;
+    if (auto group = policy_.OneKernel(nodes, refused_ ? &why : nullptr))
+      out_.push_back(std::move(*group));
+    else if (refused_)
+      refused_->push_back({nodes, std::move(why)});
   }
 
   const Graph& g_;
-  const SearchOptions& opt_;
+  const RequestPolicy& policy_;
+  std::vector<RefusedGroup>* refused_;
   std::vector<std::set<ValueId>> neighbours_;
   std::vector<bool> fusable_;
-  std::set<std::vector<ValueId>> forbidden_;
   std::vector<FusedGroup> out_;
 };
 
 }  // namespace
 
-std::vector<FusedGroup> EnumerateCandidateGroups(const Graph& graph, const SearchOptions& options) {
-  return Enumerator(graph, options).Run();
+std::vector<FusedGroup> EnumerateCandidateGroups(const RequestPolicy& policy,
+                                                 std::vector<RefusedGroup>* refused) {
+  return Enumerator(policy, refused).Run();
 }
 
 }  // namespace fusetune

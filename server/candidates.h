@@ -1,17 +1,27 @@
 #pragma once
+#include <string>
 #include <vector>
 
 #include "ir/fusion.h"
 #include "ir/graph.h"
-#include "server/search_options.h"
+#include "server/request_policy.h"
 
 namespace fusetune {
 
-// Every group the code generator can lower (ir/fusion.h's AnalyzeGroup, the same function the
-// code generator uses), connected and convex, of at most options.max_group_size ops, honouring
-// the request's never-fuse and forbidden-group controls and the kernel-argument limit. Every op
-// node appears as a single-node group too, so the unfused plan is always in the space. Ordered by
-// (size, nodes).
-std::vector<FusedGroup> EnumerateCandidateGroups(const Graph& graph, const SearchOptions& options);
+// A connected node set the enumeration met and the request's policy refused, with the reason.
+struct RefusedGroup {
+  std::vector<ValueId> nodes;  // ascending
+  std::string why;
+};
+
+// Every group of the policy's graph that may be one kernel for the request
+// (RequestPolicy::OneKernel: lowerable by the code generator through ir/fusion.h's AnalyzeGroup,
+// connected and convex, within the request's size and argument limits, no never-fuse node, not
+// forbidden). Every op node appears as a single-node group too, so the unfused plan is always in
+// the space. Ordered by (size, nodes). With `refused`, the connected sets that were met and
+// refused are listed there with the policy's reason (sets never met, because they would extend a
+// pinned node or hold two anchors, are not).
+std::vector<FusedGroup> EnumerateCandidateGroups(const RequestPolicy& policy,
+                                                 std::vector<RefusedGroup>* refused = nullptr);
 
 }  // namespace fusetune

@@ -9,9 +9,18 @@
 //
 //   ∅ ──{%0}──▶ {%0} ──{%1,%2}──▶ {%0,%1,%2}
 //   └──{%0,%1,%2}────────────────▶ {%0,%1,%2}     keep the cheaper of the two
+//
+// The runner-up. Each state also keeps its second-best cover whose set of groups differs from
+// the best's (a hash of the group set tells covers apart; the same groups reached in another order
+// are one cover). That suffices: take the true second-best cover C2 of a state and a group m it
+// can run last, from state S'. C2 without m is a cover of S'; if it is not S''s best or second,
+// both of those plus m are at least as cheap as C2, and at most one of them is the best cover, so
+// the other is a second-best as good as C2. The best of each state is chosen exactly as without
+// the runner-up (from best entries only).
 #include "server/partition_search.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <unordered_map>
@@ -21,23 +30,51 @@
 namespace fusetune {
 namespace {
 
-struct Best {
-  double cost;
-  int groups;
-  uint64_t from;
-  size_t via;
+// One way to reach a state: its cost, group count, the identity of its group set, and the step
+// that led here (the previous state, which of its two entries, and the candidate taken).
+struct Entry {
+  double cost = std::numeric_limits<double>::infinity();
+  int groups = 0;
+  uint64_t cover = 0;  // sum of a hash of each candidate index: the same set gives the same sum
+  uint64_t from = 0;
+  int from_rank = 0;
+  size_t via = 0;
+  bool found() const { return cost < std::numeric_limits<double>::infinity(); }
 };
 
-bool Better(double cost, int groups, size_t via, const Best& b) {
-  if (cost != b.cost) return cost < b.cost;
-  if (groups != b.groups) return groups < b.groups;
-  return via < b.via;
+bool Better(const Entry& a, const Entry& b) {
+  if (a.cost != b.cost) return a.cost < b.cost;
+  if (a.groups != b.groups) return a.groups < b.groups;
+  return a.via < b.via;
+}
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The best and second-best entries of a state.
+using Ranked = std::array<Entry, 2>;
+
+// An entry built on a state's second-best never becomes a best: the best is chosen from best
+// entries only, exactly as a search without the runner-up chooses it.
+void Offer(Ranked& r, const Entry& e, bool may_be_best) {
+  if (may_be_best && (!r[0].found() || Better(e, r[0]))) {
+    const Entry old = r[0];
+    r[0] = e;
+    if (r[1].found() && r[1].cover == e.cover) r[1] = Entry{};
+    if (old.found() && old.cover != e.cover && (!r[1].found() || Better(old, r[1]))) r[1] = old;
+  } else if ((!r[0].found() || e.cover != r[0].cover) && (!r[1].found() || Better(e, r[1]))) {
+    r[1] = e;
+  }
 }
 
 }  // namespace
 
-Partition FindBestPartition(const Graph& graph, const std::vector<ValueId>& region,
-                            const std::vector<CostedGroup>& candidates) {
+RankedPartitions FindBestPartitions(const Graph& graph, const std::vector<ValueId>& region,
+                                    const std::vector<CostedGroup>& candidates) {
   const size_t n = region.size();
   FT_CHECK(n >= 1 && n <= 64, "partition search handles regions of 1 to 64 nodes");
   auto bit = [&](ValueId v) -> int {
@@ -73,39 +110,51 @@ Partition FindBestPartition(const Graph& graph, const std::vector<ValueId>& regi
   }
 
   const uint64_t full = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-  std::unordered_map<uint64_t, Best> best{{0, {0.0, 0, 0, 0}}};
+  Ranked start;
+  start[0] = Entry{0.0, 0, 0, 0, 0, 0};
+  std::unordered_map<uint64_t, Ranked> states{{0, start}};
   std::vector<std::vector<uint64_t>> by_size(n + 1);
   by_size[0].push_back(0);
   for (size_t size = 0; size < n; ++size) {
     std::sort(by_size[size].begin(), by_size[size].end());
     for (uint64_t state : by_size[size]) {
-      const Best here = best.at(state);
+      const Ranked here = states.at(state);
       for (const Move& m : moves) {
         if ((m.mask & state) || (m.needs & ~state)) continue;
-        uint64_t next = state | m.mask;
-        double cost = here.cost + m.cost;
-        auto it = best.find(next);
-        if (it == best.end()) {
-          best.emplace(next, Best{cost, here.groups + 1, state, m.index});
-          by_size[std::popcount(next)].push_back(next);
-        } else if (Better(cost, here.groups + 1, m.index, it->second)) {
-          it->second = Best{cost, here.groups + 1, state, m.index};
+        const uint64_t next = state | m.mask;
+        auto [it, fresh] = states.try_emplace(next);
+        if (fresh) by_size[std::popcount(next)].push_back(next);
+        for (int rank = 0; rank < 2; ++rank) {
+          if (!here[rank].found()) continue;
+          Offer(it->second,
+                Entry{here[rank].cost + m.cost, here[rank].groups + 1,
+                      here[rank].cover + Mix(m.index), state, rank, m.index},
+                rank == 0);
         }
       }
     }
   }
 
-  Partition result;
-  auto it = best.find(full);
-  if (it == best.end()) return result;
-  result.cost = it->second.cost;
-  for (uint64_t state = full; state != 0;) {
-    const Best& b = best.at(state);
-    result.groups.push_back(b.via);
-    state = b.from;
-  }
-  std::reverse(result.groups.begin(), result.groups.end());
-  return result;
+  auto walk_back = [&](int rank) {
+    Partition p;
+    auto it = states.find(full);
+    if (it == states.end() || !it->second[rank].found()) return p;
+    p.cost = it->second[rank].cost;
+    for (uint64_t state = full; state != 0;) {
+      const Entry& e = states.at(state)[rank];
+      p.groups.push_back(e.via);
+      state = e.from;
+      rank = e.from_rank;
+    }
+    std::reverse(p.groups.begin(), p.groups.end());
+    return p;
+  };
+  return {walk_back(0), walk_back(1)};
+}
+
+Partition FindBestPartition(const Graph& graph, const std::vector<ValueId>& region,
+                            const std::vector<CostedGroup>& candidates) {
+  return FindBestPartitions(graph, region, candidates).best;
 }
 
 }  // namespace fusetune

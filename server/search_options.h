@@ -1,6 +1,8 @@
 #pragma once
 // Per-request search controls. Every one of them is set per request: nothing here touches an op
 // registry, which is the point (TVM users could not stop `exp` fusing without re-registering it).
+// What the controls mean for a group or a stored plan is server/request_policy.h's business.
+#include <climits>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,5 +20,28 @@ struct SearchOptions {
   int schedules_per_group = 2;  // the default schedule plus knob variants (--schedules)
   int threads = 1;              // threads the kernels run with (part of every key)
 };
+
+// The accepted values of each numeric control of a request, written once: the command line's
+// flag checks (client/search_flags.cc, client/cmd_tune.cc) and the gRPC request checks
+// (server/service/request_checks.cc) both read them.
+template <typename T>
+struct ControlRange {
+  T lo, hi;
+  bool Contains(T value) const { return lo <= value && value <= hi; }
+};
+
+namespace limits {
+inline constexpr ControlRange<int> kThreads{1, 256};
+inline constexpr ControlRange<int> kMaxGroupSize{1, 64};
+inline constexpr ControlRange<int> kMaxKernelArgs{2, 1024};  // one input and one output at least
+// The partition search keeps a region's node set in a 64-bit mask.
+inline constexpr ControlRange<int> kMaxRegionNodes{1, 64};
+inline constexpr ControlRange<int> kSchedulesPerGroup{1, 64};
+inline constexpr ControlRange<int> kBudget{0, INT_MAX};  // 0: no limit
+// Timing of each measurement (worker/timing.h's TimingOptions).
+inline constexpr ControlRange<int> kWarmup{0, 100};
+inline constexpr ControlRange<int> kRepeat{1, 1000};
+inline constexpr ControlRange<double> kMinRepeatMs{0.0, 10000.0};
+}  // namespace limits
 
 }  // namespace fusetune

@@ -1,9 +1,9 @@
-// The `tune --json` shape of DESIGN.md: a contract that scripts rely on.
+// The `tune --json` shape of docs/architecture.md: a contract that scripts rely on.
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
-#include "server/tuner.h"
+#include "server/tune_report.h"
 
 namespace fusetune {
 
@@ -25,6 +25,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
       plan.push_back(group);
       schedules.push_back(g.schedule.ToString());
     }
+    // Where a plan transferred on a miss came from; null for every other answer.
+    const json transferred_from = r.transferred_from.empty() ? json() : json(r.transferred_from);
     regions.push_back({{"signature", r.signature},
                        {"nodes", nodes},
                        {"ops", r.ops},
@@ -37,10 +39,15 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"unfused_us", Us(r.unfused_us)},
                        {"measured", r.measured},
                        {"reused", r.reused},
-                       {"pruned", r.pruned}});
+                       {"pruned", r.pruned},
+                       {"decision", r.decision},
+                       {"margin", r.margin ? json(*r.margin) : json()},
+                       {"rounds", r.rounds},
+                       {"transferred_from", transferred_from}});
   }
   bool all_cached = !report.regions.empty();
-  for (const RegionReport& r : report.regions) all_cached &= r.cached;
+  for (const RegionReport& r : report.regions)
+    all_cached &= r.cached || !r.transferred_from.empty();
   json out = {{"graph", graph_name},
               {"target", report.target},
               {"threads", report.threads},
@@ -50,9 +57,11 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                 {"greedy_us", Us(report.total_greedy_us)},
                 {"unfused_us", Us(report.total_unfused_us)},
                 {"chosen", report.total_chosen},
+                {"decision", report.total_decision},
                 {"measured_together", report.totals_measured}}},
               // null when every region came from the cache: nothing ran, and each plan was checked
-              // against the reference interpreter when it was stored.
+              // against the reference interpreter when it was stored (a transferred one is
+              // checked by `run` at its first run).
               {"max_abs_error", all_cached ? json() : json(report.max_abs_error)},
               {"candidates_measured", report.candidates_measured},
               {"measurements_reused", report.measurements_reused},

@@ -150,11 +150,11 @@ void LookupBench(service::Server& server, const std::string& address, int client
     Graph g = ParseRelay(text, name);
     InstantBackend backend;
     TuneOptions options;
-    TuneReport report = Tune(g, options, server.store(), backend);
+    TuneReport report = Tune(g, options, server.cache(), backend);
     std::printf("cached %s: %zu regions\n", name, report.regions.size());
     graphs.push_back({name, text});
   }
-  auto plans = server.store().ListBestPlans();
+  auto plans = server.cache().ListBestPlans();
   if (plans.empty()) throw std::runtime_error("no plans cached");
 
   v1::LookupBestRequest by_signature;
@@ -229,7 +229,7 @@ void DispatchBench(service::Server& server, const std::string& address, int work
     db::TaskRecord task;
     task.graph_text = base.graph_text;
     task.target = kTarget;
-    int64_t task_id = server.store().CreateTask(task);
+    int64_t task_id = server.work().store().CreateTask(task);
     std::vector<MeasureJob> jobs;
     for (int i = 0; i < jobs_per_round; ++i) {
       MeasureJob j = base;
@@ -238,7 +238,7 @@ void DispatchBench(service::Server& server, const std::string& address, int work
       jobs.push_back(j);
     }
     std::atomic<int> interrupt{service::kRun};
-    service::QueueBackend backend(server.store(), server.board(), task_id, kTarget, 3, interrupt);
+    service::QueueBackend backend(server.work(), task_id, kTarget, 3, interrupt);
     auto t0 = Clock::now();
     std::vector<JobResult> results = backend.RunJobs(jobs, {});
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -44,7 +44,8 @@ std::string NodeLabel(const onnx::NodeProto& node, int index) {
   return label + " (" + op + ")";
 }
 
-TensorType InputType(const onnx::ValueInfoProto& info, const std::string& source) {
+TensorType InputType(const onnx::ValueInfoProto& info, const std::string& source,
+                     const std::string& param, const DimResolver* dims) {
   const std::string what = fmt::format("{}: graph input '{}'", source, info.name());
   if (!info.type().has_tensor_type())
     throw UserError(what + " is not a tensor; only tensor inputs are supported");
@@ -62,11 +63,19 @@ TensorType InputType(const onnx::ValueInfoProto& info, const std::string& source
   for (int a = 0; a < tt.shape().dim_size(); ++a) {
     const onnx::TensorShapeProto::Dimension& d = tt.shape().dim(a);
     if (!d.has_dim_value()) {
-      std::string dim = d.has_dim_param() ? "'" + d.dim_param() + "'" : "unknown";
-      throw UserError(fmt::format(
-          "{} has a dynamic dimension {} at axis {}; fusetune tunes static shapes: re-export with "
-          "fixed input shapes (torch.onnx.export without dynamic_axes)",
-          what, dim, a));
+      std::string dim = d.has_dim_param() ? "'" + d.dim_param() + "'" : "without a name";
+      if (!dims) {
+        throw UserError(
+            fmt::format("{} has a dynamic dimension {} at axis {}; give it a size (fusetune "
+                        "check/tune/run/query --dim NAME=SIZE; `fusetune check` lists the names)",
+                        what, dim, a));
+      }
+      try {
+        type.shape.push_back((*dims)(DimRequest{d.dim_param(), param, a}));
+      } catch (const UserError& e) {
+        throw UserError(fmt::format("{}: {}", what, e.what()));
+      }
+      continue;
     }
     if (d.dim_value() < 0)
       throw UserError(fmt::format("{} has a negative dimension at axis {}", what, a));
@@ -188,7 +197,8 @@ void CheckDeclaredOutput(const onnx::ValueInfoProto& info, const OnnxValue& v,
 
 }  // namespace
 
-Graph ImportOnnx(std::string_view bytes, const std::string& source, const Limits& limits) {
+Graph ImportOnnx(std::string_view bytes, const std::string& source, const Limits& limits,
+                 const DimResolver* dims) {
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -211,12 +221,13 @@ Graph ImportOnnx(std::string_view bytes, const std::string& source, const Limits
   // Inputs first, in file order, so the parameters a user feeds come first.
   for (const onnx::ValueInfoProto& info : g.input()) {
     if (initializer_names.count(info.name())) continue;  // a default value: a weight
-    TensorType type = InputType(info, source);
+    const std::string param = state.ParamName(info.name());
+    TensorType type = InputType(info, source, param, dims);
     auto v = std::make_shared<OnnxValue>();
     v->elem_type = onnx_import::OnnxTypeOf(type.dtype);
     v->shape = type.shape;
     try {
-      v->id = state.builder.AddParam(state.ParamName(info.name()), type);
+      v->id = state.builder.AddParam(param, type);
       state.Define(info.name(), std::move(v));
     } catch (const UserError& e) {
       throw UserError(fmt::format("{}: graph input '{}': {}", source, info.name(), e.what()));

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/dims.h"
 #include "ir/graph.h"
 
 namespace fusetune {
@@ -15,7 +16,12 @@ namespace fusetune {
 // `bytes` is a serialised onnx.ModelProto; `source` names it in messages (usually the path).
 // Graph inputs without an initialiser become parameters in order, named as in the file with
 // characters Relay cannot spell replaced by '_' ("input.1" stays, "onnx::x" -> "onnx__x").
-Graph ImportOnnx(std::string_view bytes, const std::string& source, const Limits& limits = {});
+// An input dimension without a value (a dim_param such as "seq" from PyTorch's dynamic_axes, or
+// nothing at all) is sized by `dims` (ir/dims.h; the request names the dim_param, or is anonymous)
+// before anything else is imported, so shape computations fold at those sizes; without `dims` it
+// is an error.
+Graph ImportOnnx(std::string_view bytes, const std::string& source, const Limits& limits = {},
+                 const DimResolver* dims = nullptr);
 Graph ImportOnnxFile(const std::string& path, const Limits& limits = {});
 
 // The ONNX op types the importer converts (default domain), sorted.

@@ -193,6 +193,13 @@ void AddMatmulOp(OpList& ops, std::string name, std::vector<AttrSpec> attrs, Mat
     return 2.0 * static_cast<double>(l.batch) * static_cast<double>(l.m) *
            static_cast<double>(l.n) * static_cast<double>(l.k);
   };
+  // `units`, when given, is the output's last size.
+  def->size_attrs = [](std::span<const TensorType>, const TensorType& out, const Attrs& attrs) {
+    std::vector<SizeAttr> sizes;
+    if (attrs.Has("units") && !attrs.IsNone("units") && out.rank() > 0)
+      sizes.push_back({"units", -1, -1, out.rank() - 1});
+    return sizes;
+  };
   ops.push_back(std::move(def));
 }
 

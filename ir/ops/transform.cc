@@ -100,6 +100,17 @@ void AddReshape(OpList& ops) {
     }
     return OneInput(std::move(read));
   };
+  // newshape spells the output's sizes: a positive entry is one, and so are the codes 0 (copy)
+  // and -1 (infer) once resolved; only allowzero's literal 0 is not a size.
+  def->size_attrs = [](std::span<const TensorType>, const TensorType&, const Attrs& attrs) {
+    std::vector<SizeAttr> sizes;
+    const IntList& newshape = attrs.GetIntList("newshape");
+    for (size_t i = 0; i < newshape.size(); ++i) {
+      if (newshape[i] == 0 && attrs.GetBool("allowzero")) continue;
+      sizes.push_back({"newshape", static_cast<int>(i), -1, static_cast<int>(i)});
+    }
+    return sizes;
+  };
   // Row-major data is unchanged by a reshape: copy it rather than unravel every index (the access
   // map above is what kernels use; tests check it against this).
   def->eval = [](std::span<const Tensor* const> in, const TensorType& out, const Attrs&) {
@@ -236,6 +247,11 @@ void AddBroadcastTo(OpList& ops) {
   def->access = [](std::span<const TensorType> in, const TensorType& out, const Attrs&) {
     return BroadcastAccess(in, out);
   };
+  def->size_attrs = [](std::span<const TensorType>, const TensorType& out, const Attrs&) {
+    std::vector<SizeAttr> sizes;
+    for (int a = 0; a < out.rank(); ++a) sizes.push_back({"shape", a, -1, a});
+    return sizes;
+  };
   ops.push_back(std::move(def));
 }
 
@@ -323,6 +339,26 @@ void AddStridedSlice(OpList& ops) {
                   ix::Mul(ix::Var(static_cast<int>(a)), ix::Const(slices[a].stride))));
     }
     return OneInput(std::move(read));
+  };
+  // An end that reaches the end of its axis (forward, "end" mode: PyTorch writes x[:, 1:] as a
+  // huge end) means "to the end", whatever the axis' size.
+  def->size_attrs = [](std::span<const TensorType> in, const TensorType&, const Attrs& attrs) {
+    std::vector<SizeAttr> sizes;
+    if (attrs.GetString("slice_mode") != "end") return sizes;
+    const IntList& end = attrs.GetIntList("end");
+    IntList strides = attrs.IsNone("strides") ? IntList{} : attrs.GetIntList("strides");
+    IntList axes;
+    if (attrs.IsNone("axes")) {
+      for (int a = 0; a < in[0].rank(); ++a) axes.push_back(a);
+    } else {
+      axes = attrs.GetIntList("axes");
+    }
+    for (size_t i = 0; i < end.size() && i < axes.size(); ++i) {
+      int a = NormalizeAxis("strided_slice", axes[i], in[0].rank());
+      bool forward = i >= strides.size() || strides[i] > 0;
+      if (forward && end[i] >= in[0].shape[a]) sizes.push_back({"end", static_cast<int>(i), 0, a});
+    }
+    return sizes;
   };
   ops.push_back(std::move(def));
 }

@@ -167,7 +167,7 @@ class Lexer {
       i_ += 2;
       return;
     }
-    static constexpr std::string_view kPunct = "()[]{},:;=.#";
+    static constexpr std::string_view kPunct = "()[]{},:;=.#?";  // ? is Relay's Any dimension
     if (kPunct.find(c) != std::string_view::npos) {
       t.kind = TokenKind::kPunct;
       t.raw = text_.substr(b, 1);

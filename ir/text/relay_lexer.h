@@ -17,7 +17,7 @@ enum class TokenKind {
   kInt,         // 12, -1, 2i64       (the suffix, if any, is in `suffix`)
   kFloat,       // 0.5f, 1e-12f, 3f, -1.5, inff
   kString,      // "0.0.5"            (name() drops the quotes; no escapes)
-  kPunct,       // ( ) [ ] { } , : ; = . # ->
+  kPunct,       // ( ) [ ] { } , : ; = . # -> ?
   kAnnotation,  // /* ty=Tensor[...] */  (`body` is the text after "ty=", up to "*/")
 };
 

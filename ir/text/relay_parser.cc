@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -25,6 +26,8 @@ using text::TokenKind;
 
 // Deeply nested calls would otherwise overflow the stack on hostile input.
 constexpr int kMaxNesting = 256;
+// `?` in an annotation: matches any size.
+constexpr int64_t kAnySize = -1;
 
 // What an expression evaluates to: one value, or a tuple of values.
 struct Expr {
@@ -50,8 +53,9 @@ std::string TypeText(const ParsedType& t) {
 
 class RelayParser {
  public:
-  RelayParser(std::string_view text, const std::string& file, const Limits& limits)
-      : text_(text), file_(file), builder_(limits) {}
+  RelayParser(std::string_view text, const std::string& file, const Limits& limits,
+              const DimResolver* dims)
+      : text_(text), file_(file), builder_(limits), dims_(dims) {}
 
   Graph Parse() {
     const Limits& limits = builder_.limits();
@@ -148,7 +152,7 @@ class RelayParser {
                                      name.raw, Describe(Peek())));
       }
       Next();
-      ParsedType type = ParseType();
+      ParsedType type = ParseType(std::string(name.name()));
       if (type.is_tuple) Fail(type.pos, "tuple-typed parameters are not supported");
       Expr param;
       param.pos = name.pos;
@@ -471,8 +475,9 @@ class RelayParser {
     return list;
   }
 
-  // Tensor[(d0, d1, ...), dtype] | dtype | (T, T, ...)
-  ParsedType ParseType() {
+  // Tensor[(d0, d1, ...), dtype] | dtype | (T, T, ...). `param` names the parameter whose type this
+  // is: its open sizes are asked of dims_; elsewhere an open size is kAnySize or a named one.
+  ParsedType ParseType(const std::string& param = "") {
     const Token& t = Next();
     ParsedType type;
     type.pos = t.pos;
@@ -493,12 +498,19 @@ class RelayParser {
       Expect("(");
       while (!Peek().Is(")")) {
         const Token& d = Next();
-        if (d.Is("?") || d.IsIdent("Any")) Fail(d.pos, "dynamic dimensions are not supported");
-        if (d.kind != TokenKind::kInt) {
+        int64_t dim = 0;
+        if (d.Is("?") || d.IsIdent("Any") || d.kind == TokenKind::kIdent) {
+          std::string name =
+              d.kind == TokenKind::kIdent && !d.IsIdent("Any") ? std::string(d.raw) : std::string();
+          dim = param.empty()
+                    ? AnnotatedSize(d, name)
+                    : OpenSize(d, name, param, static_cast<int>(type.tensor.shape.size()));
+        } else if (d.kind == TokenKind::kInt) {
+          dim = ParseInt(d);
+          if (dim < 0) Fail(d.pos, fmt::format("negative dimension {}", dim));
+        } else {
           Fail(d.pos, "expected a dimension but found " + Describe(d));
         }
-        int64_t dim = ParseInt(d);
-        if (dim < 0) Fail(d.pos, fmt::format("negative dimension {}", dim));
         type.tensor.shape.push_back(dim);
         if (!Peek().Is(",")) break;
         Next();
@@ -514,6 +526,35 @@ class RelayParser {
       return type;
     }
     Fail(t.pos, "expected a type such as Tensor[(1, 2), float32] but found " + Describe(t));
+  }
+
+  // An open size of a parameter: asked of dims_, and remembered by name for annotations.
+  int64_t OpenSize(const Token& d, const std::string& name, const std::string& param, int axis) {
+    if (!dims_) {
+      Fail(d.pos, fmt::format("%{} has a dynamic dimension {} at axis {}; give it a size (fusetune "
+                              "check/tune/run/query --dim NAME=SIZE; `fusetune check` lists the "
+                              "names)",
+                              param, name.empty() ? "'?'" : "'" + name + "'", axis));
+    }
+    int64_t size = 0;
+    try {
+      size = (*dims_)(DimRequest{name, param, axis});
+    } catch (const UserError& e) {
+      Fail(d.pos, e.what());
+    }
+    if (!name.empty()) named_sizes_.emplace(name, size);
+    return size;
+  }
+
+  // An open size in an annotation or return type: `?` matches anything, a name is the size the
+  // parameters gave it.
+  int64_t AnnotatedSize(const Token& d, const std::string& name) const {
+    if (name.empty()) return kAnySize;
+    auto it = named_sizes_.find(name);
+    if (it == named_sizes_.end()) {
+      Fail(d.pos, fmt::format("unknown dimension '{}': no parameter's type uses it", name));
+    }
+    return it->second;
   }
 
   DType ParseDTypeToken(const Token& t) const {
@@ -552,14 +593,23 @@ class RelayParser {
     try {
       if (e.is_tuple) {
         for (size_t i = 0; i < e.elements.size(); ++i) {
-          builder_.CheckAnnotatedType(e.elements[i], type.elements[i]);
+          builder_.CheckAnnotatedType(e.elements[i], Matched(type.elements[i], e.elements[i]));
         }
       } else {
-        builder_.CheckAnnotatedType(e.value, type.tensor);
+        builder_.CheckAnnotatedType(e.value, Matched(type.tensor, e.value));
       }
     } catch (const UserError& err) {
       Fail(type.pos, err.what());
     }
+  }
+
+  // `annotated` with each `?` replaced by the inferred size there (when the ranks agree).
+  TensorType Matched(TensorType annotated, ValueId value) const {
+    const TensorType& inferred = builder_.TypeOf(value);
+    if (annotated.rank() != inferred.rank()) return annotated;
+    for (int a = 0; a < annotated.rank(); ++a)
+      if (annotated.shape[a] == kAnySize) annotated.shape[a] = inferred.shape[a];
+    return annotated;
   }
 
   // The smallest number at or above the last one handed out that no `%name` in the text spells.
@@ -576,12 +626,15 @@ class RelayParser {
   std::unordered_map<std::string_view, Expr> scope_;
   std::unordered_set<std::string_view> spelled_;
   int next_unnamed_ = 0;
+  const DimResolver* dims_;
+  std::map<std::string, int64_t> named_sizes_;
 };
 
 }  // namespace
 
-Graph ParseRelay(std::string_view text, const std::string& file_name, const Limits& limits) {
-  return RelayParser(text, file_name, limits).Parse();
+Graph ParseRelay(std::string_view text, const std::string& file_name, const Limits& limits,
+                 const DimResolver* dims) {
+  return RelayParser(text, file_name, limits, dims).Parse();
 }
 
 }  // namespace fusetune

@@ -14,14 +14,21 @@
 // Unnamed nodes (nested calls, an unbound result) take the smallest number that no `%name` in the
 // text spells, counting up, so `%0 = a(..); %1 = b(..); c(..)` names the last node %2.
 //
+// Dynamic dimensions (ir/dims.h): a parameter's type may leave sizes open, as `?` (or `Any`), which
+// TVM prints for Relay's Any, or as a name (Tensor[(seq, 768), float32]), one dimension wherever
+// it appears. `dims` sizes them; without it an open size is an error. In annotations and the
+// return type, `?` matches any size and a name must be one the parameters use.
+//
 // Errors throw UserError reading `file:line:col: error: what`.
 #include <string>
 #include <string_view>
 
+#include "ir/dims.h"
 #include "ir/graph.h"
 
 namespace fusetune {
 
-Graph ParseRelay(std::string_view text, const std::string& file_name, const Limits& limits = {});
+Graph ParseRelay(std::string_view text, const std::string& file_name, const Limits& limits = {},
+                 const DimResolver* dims = nullptr);
 
 }  // namespace fusetune

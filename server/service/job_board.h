@@ -1,10 +1,11 @@
 #pragma once
 // In-memory notifications between the service's threads; the store stays the truth, this only
-// says when to look at it again.
+// says when to look at it again. Owned by WorkQueue (work_queue.h), which pairs each job
+// transition with its notification:
 //
-//   tasks (QueueBackend::RunJobs) ──enqueue──▶ NotifyWork ──▶ workers' long polls (LeaseJob)
-//   workers (ReportResult)        ──result───▶ JobsFinished ─▶ tasks waiting for those jobs
-//   lease reaper                  ──requeue──▶ NotifyWork / RequestPoll
+//   new or requeued work ──▶ NotifyWork ───▶ workers' long polls (LeaseJob)
+//   answered or failed   ──▶ JobsFinished ─▶ tasks waiting for those jobs
+//   failed, ids unknown  ──▶ RequestPoll ──▶ every waiting task polls the store
 //
 // Finished job ids go into a bounded log that each waiting task reads from its own cursor, so a
 // report wakes the tasks waiting on it without a store query per task. A task that fell behind

@@ -23,11 +23,11 @@ std::vector<db::BestPlanKey> LookupCache::PlanKeysOf(const v1::LookupBestRespons
 }
 
 std::vector<std::string> LookupCache::Stamps(const std::vector<db::BestPlanKey>& plans,
-                                             const db::Store& store) {
+                                             const db::Cache& cache) {
   std::vector<std::string> stamps;
   stamps.reserve(plans.size());
   for (const db::BestPlanKey& key : plans) {
-    std::optional<db::BestPlanRecord> plan = store.FindBestPlan(key);
+    std::optional<db::BestPlanRecord> plan = cache.FindBestPlan(key);
     stamps.push_back(plan ? fmt::format("{}|{}|{}|{}|{}|{}", plan->created_at, plan->chosen,
                                         plan->tuned_us, plan->greedy_us, plan->unfused_us,
                                         db::GroupsToJson(plan->groups))
@@ -37,7 +37,7 @@ std::vector<std::string> LookupCache::Stamps(const std::vector<db::BestPlanKey>&
 }
 
 std::optional<v1::LookupBestResponse> LookupCache::Find(const std::string& key,
-                                                        const db::Store& store) {
+                                                        const db::Cache& cache) {
   std::vector<db::BestPlanKey> plans;
   std::vector<std::string> stamps;
   {
@@ -47,7 +47,7 @@ std::optional<v1::LookupBestResponse> LookupCache::Find(const std::string& key,
     plans = it->second.plans;
     stamps = it->second.stamps;
   }
-  if (Stamps(plans, store) != stamps) return std::nullopt;  // a plan changed: compute again
+  if (Stamps(plans, cache) != stamps) return std::nullopt;  // a plan changed: compute again
   std::lock_guard lock(mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
@@ -56,11 +56,14 @@ std::optional<v1::LookupBestResponse> LookupCache::Find(const std::string& key,
 }
 
 void LookupCache::Put(const std::string& key, const v1::LookupBestResponse& response,
-                      std::vector<db::BestPlanKey> plans, const db::Store& store) {
+                      std::vector<db::BestPlanKey> plans, const db::Cache& cache) {
   // Stamped after the answer was computed, so a plan stored in between could make the stamps
   // newer than the answer: it is cached only when every region's figures agree with its stamp.
-  std::vector<std::string> stamps = Stamps(plans, store);
+  std::vector<std::string> stamps = Stamps(plans, cache);
   for (const v1::RegionResult& r : response.regions()) {
+    // A transferred answer depends on every stored member of the family, which the stamps do
+    // not cover (a nearer size tuned later would not show): it is computed each time.
+    if (!r.transferred_from().empty()) return;
     size_t i = 0;
     while (i < plans.size() && plans[i].region_signature != r.signature()) ++i;
     if (i == plans.size()) return;

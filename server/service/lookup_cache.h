@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "db/store.h"
+#include "db/cache.h"
 #include "proto/fusetune.pb.h"
 
 namespace fusetune::service {
@@ -26,9 +26,9 @@ class LookupCache {
   static std::vector<db::BestPlanKey> PlanKeysOf(const v1::LookupBestResponse& response,
                                                  int threads, int search_version);
 
-  std::optional<v1::LookupBestResponse> Find(const std::string& key, const db::Store& store);
+  std::optional<v1::LookupBestResponse> Find(const std::string& key, const db::Cache& cache);
   void Put(const std::string& key, const v1::LookupBestResponse& response,
-           std::vector<db::BestPlanKey> plans, const db::Store& store);
+           std::vector<db::BestPlanKey> plans, const db::Cache& cache);
 
  private:
   struct Entry {
@@ -38,7 +38,7 @@ class LookupCache {
     std::list<std::string>::iterator lru;
   };
   static std::vector<std::string> Stamps(const std::vector<db::BestPlanKey>& plans,
-                                         const db::Store& store);
+                                         const db::Cache& cache);
 
   size_t capacity_;
   std::mutex mutex_;

@@ -10,7 +10,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/job_queue.h"
 #include "ir/version.h"
 
 namespace fusetune::service {
@@ -119,24 +120,25 @@ void ServiceMetrics::CountFailedAttempt() { failed_attempts_->Increment(); }
 
 void ServiceMetrics::CountSubmittedTask() { submitted_->Increment(); }
 
-void ServiceMetrics::RefreshFromStore(db::Store& store) {
+void ServiceMetrics::RefreshFromStore(const db::Cache& cache, const db::JobQueue& queue) {
   auto start = std::chrono::steady_clock::now();
-  db::TaskCounts tasks = store.CountTasks();
+  db::TaskCounts tasks = queue.CountTasks();
   task_gauges_["queued"]->Set(static_cast<double>(tasks.queued));
   task_gauges_["running"]->Set(static_cast<double>(tasks.running));
   task_gauges_["done"]->Set(static_cast<double>(tasks.done));
   task_gauges_["failed"]->Set(static_cast<double>(tasks.failed));
   task_gauges_["cancelled"]->Set(static_cast<double>(tasks.cancelled));
 
-  db::StoreStats stats = store.QuickStats();  // index-only counts, whatever the store's size
-  job_gauges_["queued"]->Set(static_cast<double>(stats.jobs_queued));
-  job_gauges_["leased"]->Set(static_cast<double>(stats.jobs_leased));
-  job_gauges_["done"]->Set(static_cast<double>(stats.jobs_done));
-  job_gauges_["failed"]->Set(static_cast<double>(stats.jobs_failed));
-  best_plans_->Set(static_cast<double>(stats.best_plans));
+  // Index-only counts, whatever the store's size.
+  db::JobCounts jobs = queue.CountJobs();
+  job_gauges_["queued"]->Set(static_cast<double>(jobs.queued));
+  job_gauges_["leased"]->Set(static_cast<double>(jobs.leased));
+  job_gauges_["done"]->Set(static_cast<double>(jobs.done));
+  job_gauges_["failed"]->Set(static_cast<double>(jobs.failed));
+  best_plans_->Set(static_cast<double>(cache.QuickStats().best_plans));
 
   std::map<std::pair<std::string, std::string>, int64_t> counts;
-  for (const db::WorkerRecord& w : store.ListWorkers()) {
+  for (const db::WorkerRecord& w : queue.ListWorkers()) {
     // Both states of a target get a series, so "offline" reads 0 rather than vanishing.
     counts[{w.target_fingerprint, "online"}] += 0;
     counts[{w.target_fingerprint, "offline"}] += 0;
@@ -152,9 +154,9 @@ void ServiceMetrics::RefreshFromStore(db::Store& store) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
-std::string ServiceMetrics::Scrape(db::Store& store) {
+std::string ServiceMetrics::Scrape(const db::Cache& cache, const db::JobQueue& queue) {
   std::lock_guard lock(scrape_mutex_);
-  RefreshFromStore(store);
+  RefreshFromStore(cache, queue);
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());
   return out.str();

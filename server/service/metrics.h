@@ -19,8 +19,9 @@ class Family;
 }  // namespace prometheus
 
 namespace fusetune::db {
-class Store;
-}
+class Cache;
+class JobQueue;
+}  // namespace fusetune::db
 
 namespace fusetune::service {
 
@@ -41,10 +42,10 @@ class ServiceMetrics {
 
   // Reads the store's counts into the gauges, then renders every family in the Prometheus text
   // format 0.0.4. Safe to call from several threads.
-  std::string Scrape(db::Store& store);
+  std::string Scrape(const db::Cache& cache, const db::JobQueue& queue);
 
  private:
-  void RefreshFromStore(db::Store& store);
+  void RefreshFromStore(const db::Cache& cache, const db::JobQueue& queue);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>* tasks_ = nullptr;

@@ -32,16 +32,17 @@ db::JobSpec QueueSpecFor(const MeasureJob& job, const std::string& target, int m
   anonymous.id = 0;  // the tuner numbers jobs per call; equal work must hash equal
   std::string payload = JobToJson(anonymous);
   db::JobSpec spec;
-  spec.key = {"job:" + Hash128Hex(payload), "", target, job.threads};
+  spec.job_key = Hash128Hex(payload);
+  spec.target = target;
+  spec.threads = job.threads;
   spec.payload.assign(payload.begin(), payload.end());
   spec.max_attempts = max_attempts;
   return spec;
 }
 
-QueueBackend::QueueBackend(db::Store& store, JobBoard& board, int64_t task_id, std::string target,
-                           int max_attempts, const std::atomic<int>& interrupt)
-    : store_(store),
-      board_(board),
+QueueBackend::QueueBackend(WorkQueue& work, int64_t task_id, std::string target, int max_attempts,
+                           const std::atomic<int>& interrupt)
+    : work_(work),
       task_id_(task_id),
       target_(std::move(target)),
       max_attempts_(max_attempts),
@@ -54,22 +55,18 @@ std::vector<JobResult> QueueBackend::RunJobs(const std::vector<MeasureJob>& jobs
   specs.reserve(jobs.size());
   for (const MeasureJob& job : jobs) specs.push_back(QueueSpecFor(job, target_, max_attempts_));
   // Subscribe before enqueueing: a worker may finish a job before EnqueueJobs returns.
-  JobBoard::Cursor cursor = board_.Subscribe();
-  std::vector<db::EnqueueOutcome> outcomes = store_.EnqueueJobs(task_id_, specs);
-  board_.NotifyWork();
+  JobBoard::Cursor cursor = work_.Subscribe();
+  std::vector<db::EnqueueOutcome> outcomes = work_.Enqueue(task_id_, specs);
 
   std::vector<JobResult> results(jobs.size());
   std::map<int64_t, std::vector<size_t>> pending;  // queue id -> indices into `jobs`
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    FT_CHECK(outcomes[i].job_id > 0, "a tuner job was answered from the measurements table");
-    pending[outcomes[i].job_id].push_back(i);
-  }
+  for (size_t i = 0; i < jobs.size(); ++i) pending[outcomes[i].job_id].push_back(i);
   size_t finished = 0;
   // Reads the answer of a job that has ended; false while it has not.
   auto collect = [&](int64_t job_id) {
     auto it = pending.find(job_id);
     if (it == pending.end()) return;
-    std::optional<db::JobRecord> row = store_.FindJob(job_id);
+    std::optional<db::JobRecord> row = work_.store().FindJob(job_id);
     if (row && row->state != db::JobState::kDone && row->state != db::JobState::kFailed) return;
     for (size_t i : it->second) {
       const MeasureJob& job = jobs[i];
@@ -95,7 +92,7 @@ std::vector<JobResult> QueueBackend::RunJobs(const std::vector<MeasureJob>& jobs
     pending.erase(it);
   };
   auto poll_store = [&] {
-    for (const db::JobStatus& s : store_.ListJobStates(task_id_))
+    for (const db::JobStatus& s : work_.store().ListJobStates(task_id_))
       if (s.state == db::JobState::kDone || s.state == db::JobState::kFailed) collect(s.id);
   };
 
@@ -103,9 +100,9 @@ std::vector<JobResult> QueueBackend::RunJobs(const std::vector<MeasureJob>& jobs
   auto last_poll = std::chrono::steady_clock::now();
   while (!pending.empty()) {
     ThrowIfInterrupted(interrupt_);
-    if (board_.stopped()) throw TaskInterrupted(TaskInterrupted::Why::kServerStopping);
+    if (work_.stopped()) throw TaskInterrupted(TaskInterrupted::Why::kServerStopping);
     bool poll = false;
-    for (int64_t id : board_.WaitFinished(cursor, std::chrono::milliseconds(200), &poll))
+    for (int64_t id : work_.WaitFinished(cursor, std::chrono::milliseconds(200), &poll))
       collect(id);
     if (poll || std::chrono::steady_clock::now() - last_poll >= kPollInterval) {
       poll_store();

@@ -2,13 +2,12 @@
 // The service's MeasurementBackend: Tune() runs unchanged, and its jobs go through the durable
 // queue in the store to the worker farm.
 //
-// Keys. The queue is keyed by measurement key; a tuner job may time several plans (the schedules
-// of one group, a region's validation, the whole graph), so each job is keyed by a hash of its own
-// JSON (without its id) in the group_signature slot: ("job:<hash>", "", target, threads). Equal
-// jobs from any task are one queue row, and the worker's answer is kept on that row
-// (Store::CompleteJobWithResult). That gives, with no code of its own:
+// Keys. A tuner job may time several plans (the schedules of one group, a region's validation,
+// the whole graph), so each job is keyed by a hash of its own JSON (without its id): (job_key,
+// target, threads). Equal jobs from any task are one queue row, and the worker's answer is kept on
+// that row (db::JobQueue::CompleteJob). That gives, with no code of its own:
 //   - 16 clients submitting one graph at once: one row per job, measured once, every task reads
-//     the same answer (EnqueueJobs deduplicates in one transaction, under the store's lock);
+//     the same answer (EnqueueJobs deduplicates in one transaction, under the database's lock);
 //   - a task resumed after a restart re-runs Tune(): measurements it wrote are found in the store,
 //     and jobs finished after its last write are found done on the queue and read back.
 // Tune() writes the measurements from the answers exactly as in local mode: one code path.
@@ -16,8 +15,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "db/store.h"
-#include "server/service/job_board.h"
+#include "db/job_queue.h"
+#include "server/service/work_queue.h"
 #include "server/tuner.h"
 
 namespace fusetune::service {
@@ -44,15 +43,14 @@ db::JobSpec QueueSpecFor(const MeasureJob& job, const std::string& target, int m
 class QueueBackend : public MeasurementBackend {
  public:
   // `interrupt` is polled while waiting (InterruptFlag values).
-  QueueBackend(db::Store& store, JobBoard& board, int64_t task_id, std::string target,
-               int max_attempts, const std::atomic<int>& interrupt);
+  QueueBackend(WorkQueue& work, int64_t task_id, std::string target, int max_attempts,
+               const std::atomic<int>& interrupt);
   std::string TargetFingerprint() override { return target_; }
   std::vector<JobResult> RunJobs(const std::vector<MeasureJob>& jobs,
                                  const std::function<void(size_t finished)>& on_done) override;
 
  private:
-  db::Store& store_;
-  JobBoard& board_;
+  WorkQueue& work_;
   int64_t task_id_;
   std::string target_;
   int max_attempts_;

@@ -1,31 +1,32 @@
 #include "server/service/request_checks.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/onnx/onnx_import.h"
 #include "ir/op.h"
 #include "ir/text/relay_parser.h"
 #include "ir/text/relay_printer.h"
 #include "proto/ir_convert.h"
+#include "server/request_policy.h"
 
 namespace fusetune::service {
 namespace {
 
-int InRange(int value, int fallback, int lo, int hi, const std::string& field) {
+// The range is the control's (server/search_options.h); 0 / absent takes `fallback`.
+template <typename T>
+T InRange(T value, T fallback, ControlRange<T> range, const std::string& field) {
   if (value == 0) return fallback;
-  if (value < lo || value > hi)
-    throw UserError(fmt::format("{}: must be between {} and {}, got {}", field, lo, hi, value));
+  if (!range.Contains(value))
+    throw UserError(
+        fmt::format("{}: must be between {} and {}, got {}", field, range.lo, range.hi, value));
   return value;
 }
 
 std::string NodeName(const std::string& given, const Graph& graph, const std::string& field) {
-  std::string name = !given.empty() && given[0] == '%' ? given.substr(1) : given;
-  std::optional<ValueId> id = graph.FindByName(name);
-  if (!id || graph.value(*id).kind != ValueKind::kNode)
-    throw UserError(fmt::format("{}: '{}' is not a node of the graph", field, given));
-  return name;
+  std::optional<std::string> name = ControlNodeName(graph, given);
+  if (!name) throw UserError(fmt::format("{}: '{}' is not a node of the graph", field, given));
+  return *name;
 }
 
 }  // namespace
@@ -49,13 +50,19 @@ Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const
       *text = source.relay_text();
       return graph;
     }
+    case v1::GraphSource::kOnnxModel: {
+      if (source.onnx_model().empty()) throw UserError(fmt::format("{}.onnx_model: empty", field));
+      Graph graph = ImportOnnx(source.onnx_model(), name, limits);
+      *text = PrintRelay(graph);  // what the task keeps; weights are not needed to tune
+      return graph;
+    }
     case v1::GraphSource::kGraph: {
       Graph graph = GraphFromProto(source.graph(), limits);
       *text = PrintRelay(graph);
       return graph;
     }
     default:
-      throw UserError(fmt::format("{}: missing (set relay_text or graph)", field));
+      throw UserError(fmt::format("{}: missing (set relay_text, onnx_model or graph)", field));
   }
 }
 
@@ -92,23 +99,22 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
   TuneOptions o;
   SearchOptions& s = o.search;
   const SearchOptions defaults;
-  s.threads = InRange(p.threads(), 1, 1, 256, "options.threads");
-  if (p.budget() < 0)
+  s.threads = InRange(p.threads(), defaults.threads, limits::kThreads, "options.threads");
+  if (p.budget() < limits::kBudget.lo)
     throw UserError(fmt::format("options.budget: must not be negative, got {}", p.budget()));
   s.budget = p.budget();
-  s.max_group_size =
-      InRange(p.max_group_size(), defaults.max_group_size, 1, 64, "options.max_group_size");
-  s.max_region_nodes =
-      InRange(p.max_region_nodes(), defaults.max_region_nodes, 1, 64, "options.max_region_nodes");
-  s.max_kernel_args =
-      InRange(p.max_kernel_args(), defaults.max_kernel_args, 2, 1024, "options.max_kernel_args");
-  s.schedules_per_group = InRange(p.schedules_per_group(), defaults.schedules_per_group, 1, 64,
-                                  "options.schedules_per_group");
+  s.max_group_size = InRange(p.max_group_size(), defaults.max_group_size, limits::kMaxGroupSize,
+                             "options.max_group_size");
+  s.max_region_nodes = InRange(p.max_region_nodes(), defaults.max_region_nodes,
+                               limits::kMaxRegionNodes, "options.max_region_nodes");
+  s.max_kernel_args = InRange(p.max_kernel_args(), defaults.max_kernel_args, limits::kMaxKernelArgs,
+                              "options.max_kernel_args");
+  s.schedules_per_group = InRange(p.schedules_per_group(), defaults.schedules_per_group,
+                                  limits::kSchedulesPerGroup, "options.schedules_per_group");
   for (int i = 0; i < p.never_fuse_ops_size(); ++i) {
     const std::string& op = p.never_fuse_ops(i);
-    if (!FindOp(op))
-      throw UserError(
-          fmt::format("options.never_fuse_ops[{}]: unknown operator '{}'", i, op.substr(0, 128)));
+    if (std::string problem = ControlOpProblem(op); !problem.empty())
+      throw UserError(fmt::format("options.never_fuse_ops[{}]: {}", i, problem));
     s.never_fuse_ops.insert(op);
   }
   for (int i = 0; i < p.never_fuse_nodes_size(); ++i)
@@ -117,7 +123,8 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
   for (int i = 0; i < p.forbidden_groups_size(); ++i) {
     const v1::PlanGroup& g = p.forbidden_groups(i);
     std::string field = fmt::format("options.forbidden_groups[{}]", i);
-    if (g.nodes_size() < 2) throw UserError(field + ": a forbidden group names at least two nodes");
+    if (g.nodes_size() < static_cast<int>(kMinForbiddenGroupNodes))
+      throw UserError(fmt::format("{}: {}", field, kForbiddenGroupTooSmall));
     std::set<std::string> names;
     for (int k = 0; k < g.nodes_size(); ++k)
       names.insert(NodeName(g.nodes(k), graph, fmt::format("{}.nodes[{}]", field, k)));
@@ -126,15 +133,14 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
   o.use_cache = !p.retune();
   if (p.has_timing()) {
     const v1::TimingOptions& t = p.timing();
-    if (t.warmup() < 0 || t.warmup() > 100)
-      throw UserError(
-          fmt::format("options.timing.warmup: must be between 0 and 100, got {}", t.warmup()));
-    if (t.repeat() < 1 || t.repeat() > 1000)
-      throw UserError(
-          fmt::format("options.timing.repeat: must be between 1 and 1000, got {}", t.repeat()));
-    if (!std::isfinite(t.min_repeat_ms()) || t.min_repeat_ms() < 0 || t.min_repeat_ms() > 10000)
-      throw UserError(fmt::format(
-          "options.timing.min_repeat_ms: must be between 0 and 10000, got {}", t.min_repeat_ms()));
+    auto check = [](auto value, auto range, const char* field) {
+      if (!range.Contains(value))  // false for NaN as well
+        throw UserError(
+            fmt::format("{}: must be between {} and {}, got {}", field, range.lo, range.hi, value));
+    };
+    check(t.warmup(), limits::kWarmup, "options.timing.warmup");
+    check(t.repeat(), limits::kRepeat, "options.timing.repeat");
+    check(t.min_repeat_ms(), limits::kMinRepeatMs, "options.timing.min_repeat_ms");
     if (t.timeout_ms() < 0)
       throw UserError(
           fmt::format("options.timing.timeout_ms: must not be negative, got {}", t.timeout_ms()));

@@ -13,8 +13,8 @@ namespace fusetune::service {
 
 Limits GraphLimits(const ServiceOptions& options);
 
-// A graph from a request: Relay text (parsed with `limits`) or the structured message.
-// `*text` receives the Relay text the task will keep.
+// A graph from a request: Relay text (parsed with `limits`), an ONNX model (imported with
+// `limits`) or the structured message. `*text` receives the Relay text the task will keep.
 Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const char* field,
                       std::string* text);
 

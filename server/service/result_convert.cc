@@ -49,6 +49,7 @@ v1::RegionResult RegionToProto(const Graph& graph, const RegionReport& r, bool f
   out.set_reused(r.reused);
   out.set_pruned(r.pruned);
   out.set_max_abs_error(r.max_abs_error);
+  out.set_transferred_from(r.transferred_from);
   return out;
 }
 
@@ -95,6 +96,7 @@ TuneReport ReportFromProto(const Graph& graph, const v1::TuneResult& in) {
     rr.measured = r.measured();
     rr.reused = r.reused();
     rr.pruned = r.pruned();
+    rr.transferred_from = r.transferred_from();
     report.regions.push_back(std::move(rr));
   }
   report.total_tuned_us = in.total().tuned_us();

@@ -16,10 +16,13 @@
 namespace fusetune::service {
 
 Server::Server(ServiceOptions options) : options_(std::move(options)) {
-  store_ = std::make_unique<db::Store>(options_.db_path);
-  tasks_ = std::make_unique<TaskManager>(*store_, board_, options_);
-  tuner_ = std::make_unique<TunerService>(*store_, *tasks_, options_, metrics_);
-  hub_ = std::make_unique<WorkerHubService>(*store_, board_, options_, metrics_);
+  db_ = std::make_unique<db::Database>(options_.db_path);
+  cache_ = std::make_unique<db::Cache>(*db_);
+  queue_ = std::make_unique<db::JobQueue>(*db_);
+  work_ = std::make_unique<WorkQueue>(*queue_);
+  tasks_ = std::make_unique<TaskManager>(*cache_, *work_, options_);
+  tuner_ = std::make_unique<TunerService>(*cache_, *queue_, *tasks_, options_, metrics_);
+  hub_ = std::make_unique<WorkerHubService>(*cache_, *work_, options_, metrics_);
 }
 
 Server::~Server() { Shutdown(); }
@@ -53,13 +56,13 @@ void Server::Start() {
 void Server::StartHttp() {
   constexpr int kRowLimit = 200;  // rows per list on the status page and in /api/status
   StatusHttpServer::Handlers handlers;
-  handlers.metrics = [this] { return metrics_.Scrape(*store_); };
+  handlers.metrics = [this] { return metrics_.Scrape(*cache_, *queue_); };
   handlers.status_json = [this] {
-    return StatusToJson(TakeStatusSnapshot(*store_, tasks_.get(), kRowLimit))
+    return StatusToJson(TakeStatusSnapshot(*cache_, *queue_, tasks_.get(), kRowLimit))
         .dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
   handlers.status_html = [this] {
-    return RenderStatusPage(TakeStatusSnapshot(*store_, tasks_.get(), kRowLimit));
+    return RenderStatusPage(TakeStatusSnapshot(*cache_, *queue_, tasks_.get(), kRowLimit));
   };
   http_ = std::make_unique<StatusHttpServer>(std::move(handlers));
   http_->Start(options_.metrics_listen);
@@ -78,7 +81,7 @@ void Server::Shutdown() {
   }
   stop_cv_.notify_all();
   if (http_) http_->Stop();
-  board_.Stop();
+  work_->Stop();
   tasks_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (reaper_.joinable()) reaper_.join();
@@ -95,13 +98,11 @@ void Server::ReapLeases() {
     if (std::chrono::steady_clock::now() - started < grace) continue;
     lock.unlock();
     try {
-      db::RequeueStats stats = store_->RequeueExpiredLeases();
-      if (stats.requeued > 0) board_.NotifyWork();
-      if (stats.failed > 0) board_.RequestPoll();
+      db::RequeueStats stats = work_->RequeueExpiredLeases();
       if (stats.requeued + stats.failed > 0)
         spdlog::info("leases expired: {} jobs requeued, {} out of attempts", stats.requeued,
                      stats.failed);
-      store_->MarkWorkersOffline(db::NowMs() - options_.lease_ms);
+      queue_->MarkWorkersOffline(db::NowMs() - options_.lease_ms);
     } catch (const std::exception& e) {
       spdlog::error("lease reaper: {}", e.what());
     }

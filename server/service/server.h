@@ -1,7 +1,7 @@
 #pragma once
-// `fusetune serve`: the store, the task manager, both gRPC services (plus health checking and
-// reflection), the lease reaper and, with `metrics_listen`, the metrics and status page HTTP
-// server, started and stopped as one.
+// `fusetune serve`: the database (its cache and job queue), the task manager, both gRPC services
+// (plus health checking and reflection), the lease reaper and, with `metrics_listen`, the metrics
+// and status page HTTP server, started and stopped as one.
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -10,20 +10,23 @@
 
 #include <grpcpp/server.h>
 
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/database.h"
+#include "db/job_queue.h"
 #include "server/service/http_status.h"
-#include "server/service/job_board.h"
 #include "server/service/metrics.h"
 #include "server/service/service_options.h"
 #include "server/service/task_manager.h"
 #include "server/service/tuner_service.h"
+#include "server/service/work_queue.h"
 #include "server/service/worker_hub_service.h"
 
 namespace fusetune::service {
 
 class Server {
  public:
-  // Opens the store (a UserError names a bad file) and builds the services; nothing listens yet.
+  // Opens the database (a UserError names a bad file) and builds the services; nothing listens
+  // yet.
   explicit Server(ServiceOptions options);
   ~Server();  // Shutdown()
   Server(const Server&) = delete;
@@ -40,8 +43,8 @@ class Server {
   // Stops accepting, interrupts tasks (they stay unfinished in the store), ends long polls.
   void Shutdown();
 
-  db::Store& store() { return *store_; }
-  JobBoard& board() { return board_; }
+  db::Cache& cache() { return *cache_; }
+  WorkQueue& work() { return *work_; }
   ServiceMetrics& metrics() { return metrics_; }
 
  private:
@@ -50,8 +53,10 @@ class Server {
 
   ServiceOptions options_;
   ServiceMetrics metrics_;
-  std::unique_ptr<db::Store> store_;
-  JobBoard board_;
+  std::unique_ptr<db::Database> db_;
+  std::unique_ptr<db::Cache> cache_;
+  std::unique_ptr<db::JobQueue> queue_;
+  std::unique_ptr<WorkQueue> work_;
   std::unique_ptr<TaskManager> tasks_;
   std::unique_ptr<TunerService> tuner_;
   std::unique_ptr<WorkerHubService> hub_;

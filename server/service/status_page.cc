@@ -166,7 +166,7 @@ void WorkersSection(const StatusSnapshot& s, std::string& out) {
   out += fmt::format(
       "<section id=\"workers\"><h2>Workers <span class=\"note\">{} registered, {} "
       "online</span></h2>",
-      s.workers.size(), s.stats.workers_online);
+      s.workers.size(), s.workers_online);
   if (s.workers.empty()) {
     out +=
         "<div class=\"empty\">No worker has registered yet. Start one with "
@@ -227,9 +227,9 @@ void PlansSection(const StatusSnapshot& s, std::string& out) {
   out += fmt::format(
       "<section id=\"plans\"><h2>Cached best plans <span class=\"note\">{}</span>"
       "</h2>",
-      static_cast<int64_t>(s.plans.size()) < s.stats.best_plans
-          ? fmt::format("newest {} of {}", s.plans.size(), s.stats.best_plans)
-          : fmt::format("{} in all", s.stats.best_plans));
+      static_cast<int64_t>(s.plans.size()) < s.cache.best_plans
+          ? fmt::format("newest {} of {}", s.plans.size(), s.cache.best_plans)
+          : fmt::format("{} in all", s.cache.best_plans));
   if (s.plans.empty()) {
     out += "<div class=\"empty\">No region has been tuned yet.</div></section>";
     return;
@@ -304,14 +304,14 @@ std::string RenderStatusPage(const StatusSnapshot& s) {
 
   const db::TaskCounts& c = s.task_counts;
   out += "<div class=\"cards\">";
-  out += Card("workers online", fmt::format("{}", s.stats.workers_online),
+  out += Card("workers online", fmt::format("{}", s.workers_online),
               fmt::format("{} registered", s.workers.size()));
   out += Card("tasks running", fmt::format("{}", c.running),
               fmt::format("{} queued · {} done · {} failed", c.queued, c.done, c.failed));
-  out += Card("jobs queued", fmt::format("{}", s.stats.jobs_queued),
-              fmt::format("{} leased · {} done · {} failed", s.stats.jobs_leased, s.stats.jobs_done,
-                          s.stats.jobs_failed));
-  out += Card("cached plans", fmt::format("{}", s.stats.best_plans), "one per tuned region");
+  out += Card("jobs queued", fmt::format("{}", s.job_counts.queued),
+              fmt::format("{} leased · {} done · {} failed", s.job_counts.leased, s.job_counts.done,
+                          s.job_counts.failed));
+  out += Card("cached plans", fmt::format("{}", s.cache.best_plans), "one per tuned region");
   out += "</div>";
 
   WorkersSection(s, out);

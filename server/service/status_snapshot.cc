@@ -36,19 +36,22 @@ TaskRow RowOf(const db::TaskRecord& t) {
 
 }  // namespace
 
-StatusSnapshot TakeStatusSnapshot(db::Store& store, const TaskManager* tasks, int row_limit) {
+StatusSnapshot TakeStatusSnapshot(const db::Cache& cache, const db::JobQueue& queue,
+                                  const TaskManager* tasks, int row_limit) {
   StatusSnapshot s;
   s.version = Version();
   s.now_ms = db::NowMs();
   s.row_limit = row_limit;
-  s.stats = store.QuickStats();  // no measurement counts: they scan the largest table
-  s.task_counts = store.CountTasks();
+  s.cache = cache.QuickStats();  // no measurement counts: they scan the largest table
+  s.task_counts = queue.CountTasks();
+  s.job_counts = queue.CountJobs();
 
   std::map<std::string, int64_t> current;
   db::JobFilter leased;
   leased.state = db::JobState::kLeased;
-  for (const db::JobRecord& j : store.ListJobs(leased)) current[j.lease_owner] = j.id;
-  for (db::WorkerRecord& w : store.ListWorkers()) {
+  for (const db::JobRecord& j : queue.ListJobs(leased)) current[j.lease_owner] = j.id;
+  for (db::WorkerRecord& w : queue.ListWorkers()) {
+    if (w.state == db::WorkerState::kOnline) ++s.workers_online;
     WorkerRow row{std::move(w), 0};
     if (auto it = current.find(row.worker.id); it != current.end()) row.current_job_id = it->second;
     s.workers.push_back(std::move(row));
@@ -58,7 +61,7 @@ StatusSnapshot TakeStatusSnapshot(db::Store& store, const TaskManager* tasks, in
 
   db::TaskFilter newest;
   newest.limit = row_limit;
-  std::vector<db::TaskRecord> records = store.ListTasks(newest);
+  std::vector<db::TaskRecord> records = queue.ListTasks(newest);
   for (auto it = records.rbegin(); it != records.rend(); ++it) {
     TaskRow row = RowOf(*it);
     // A running task's progress lives in the task manager between (throttled) store writes.
@@ -75,7 +78,7 @@ StatusSnapshot TakeStatusSnapshot(db::Store& store, const TaskManager* tasks, in
   db::BestPlanFilter newest_plans;
   newest_plans.newest_first = true;
   newest_plans.limit = row_limit;
-  s.plans = store.ListBestPlans(newest_plans);
+  s.plans = cache.ListBestPlans(newest_plans);
   for (db::BestPlanRecord& p : s.plans) p.region_text.clear();
   return s;
 }
@@ -111,12 +114,12 @@ json StatusToJson(const StatusSnapshot& s) {
         {"failed", s.task_counts.failed},
         {"cancelled", s.task_counts.cancelled}}},
       {"jobs",
-       {{"queued", s.stats.jobs_queued},
-        {"leased", s.stats.jobs_leased},
-        {"done", s.stats.jobs_done},
-        {"failed", s.stats.jobs_failed}}},
-      {"workers_online", s.stats.workers_online},
-      {"best_plans", s.stats.best_plans},
+       {{"queued", s.job_counts.queued},
+        {"leased", s.job_counts.leased},
+        {"done", s.job_counts.done},
+        {"failed", s.job_counts.failed}}},
+      {"workers_online", s.workers_online},
+      {"best_plans", s.cache.best_plans},
   };
   doc["workers"] = json::array();
   for (const WorkerRow& r : s.workers) {
@@ -162,7 +165,7 @@ json StatusToJson(const StatusSnapshot& s) {
   }
   doc["tasks_total"] = s.task_counts.queued + s.task_counts.running + s.task_counts.done +
                        s.task_counts.failed + s.task_counts.cancelled;
-  doc["plans_total"] = s.stats.best_plans;
+  doc["plans_total"] = s.cache.best_plans;
   return doc;
 }
 

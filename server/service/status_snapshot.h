@@ -8,8 +8,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "db/cache.h"
+#include "db/job_queue.h"
 #include "db/records.h"
-#include "db/store.h"
 
 namespace fusetune::service {
 
@@ -36,14 +37,17 @@ struct StatusSnapshot {
   std::string version;
   int64_t now_ms = 0;
   int row_limit = 0;
-  db::StoreStats stats;  // Store::QuickStats(): measurements_* are not counted
+  db::CacheStats cache;  // Cache::QuickStats(): measurements_* are not counted
   db::TaskCounts task_counts;
+  db::JobCounts job_counts;
+  int64_t workers_online = 0;
   std::vector<WorkerRow> workers;         // by id
   std::vector<TaskRow> tasks;             // newest first, at most row_limit
   std::vector<db::BestPlanRecord> plans;  // newest first, at most row_limit; region_text cleared
 };
 
-StatusSnapshot TakeStatusSnapshot(db::Store& store, const TaskManager* tasks, int row_limit);
+StatusSnapshot TakeStatusSnapshot(const db::Cache& cache, const db::JobQueue& queue,
+                                  const TaskManager* tasks, int row_limit);
 
 // The /api/status document (docs/observability.md shows its shape).
 nlohmann::json StatusToJson(const StatusSnapshot& snapshot);

@@ -48,8 +48,8 @@ v1::TuneOptions TaskOptions(const db::TaskRecord& task, std::string* graph_name)
   return options;
 }
 
-TaskManager::TaskManager(db::Store& store, JobBoard& board, const ServiceOptions& options)
-    : store_(store), board_(board), options_(options) {}
+TaskManager::TaskManager(db::Cache& cache, WorkQueue& work, const ServiceOptions& options)
+    : cache_(cache), work_(work), tasks_(work.store()), options_(options) {}
 
 TaskManager::~TaskManager() { Stop(); }
 
@@ -64,7 +64,7 @@ void TaskManager::Changed() {
 void TaskManager::ResumeUnfinished() {
   db::TaskFilter filter;
   filter.states = {db::TaskState::kQueued, db::TaskState::kRunning};
-  for (const db::TaskRecord& task : store_.ListTasks(filter)) {
+  for (const db::TaskRecord& task : tasks_.ListTasks(filter)) {
     spdlog::info("resuming task {} ({})", task.id, db::TaskStateName(task.state));
     Start(task.id);
   }
@@ -75,7 +75,7 @@ int64_t TaskManager::Submit(const Submission& s, const std::string& client) {
   db::TaskFilter filter;
   filter.states = {db::TaskState::kQueued, db::TaskState::kRunning};
   filter.client = client;
-  size_t unfinished = store_.ListTasks(filter).size();
+  size_t unfinished = tasks_.ListTasks(filter).size();
   if (static_cast<int>(unfinished) >= options_.max_tasks_per_client)
     throw StatusError(grpc::StatusCode::RESOURCE_EXHAUSTED,
                       fmt::format("client '{}' has {} unfinished tasks, the most this server "
@@ -87,7 +87,7 @@ int64_t TaskManager::Submit(const Submission& s, const std::string& client) {
   task.options_json = OptionsJson(s);
   task.target = s.target;
   task.client = client;
-  int64_t id = store_.CreateTask(task);
+  int64_t id = tasks_.CreateTask(task);
   Start(id);
   return id;
 }
@@ -114,7 +114,7 @@ void TaskManager::Start(int64_t id) {
 }
 
 bool TaskManager::Cancel(int64_t id) {
-  bool cancelled = store_.CancelTask(id);
+  bool cancelled = work_.CancelTask(id);
   if (cancelled) {
     std::lock_guard lock(mutex_);
     if (auto it = live_.find(id); it != live_.end()) it->second->interrupt = kCancel;
@@ -132,7 +132,7 @@ std::optional<TaskView> TaskManager::View(int64_t id) const {
     version = version_;
     if (auto it = live_.find(id); it != live_.end()) live = it->second;
   }
-  std::optional<db::TaskRecord> record = store_.FindTask(id);
+  std::optional<db::TaskRecord> record = tasks_.FindTask(id);
   if (!record) return std::nullopt;
   TaskView view{std::move(*record), "", version};
   if (db::IsTerminal(view.record.state)) {
@@ -188,7 +188,7 @@ void TaskManager::Progress(int64_t id, Live& live, const std::string& phase, int
     ++version_;
   }
   changed_.notify_all();
-  if (write) store_.SetTaskProgress(id, done, total);
+  if (write) tasks_.SetTaskProgress(id, done, total);
 }
 
 void TaskManager::Run(int64_t id, Live& live) {
@@ -207,7 +207,7 @@ void TaskManager::Run(int64_t id, Live& live) {
     spdlog::info("task {}: {}", id, e.what());
   } catch (const std::exception& e) {
     spdlog::warn("task {} failed: {}", id, e.what());
-    store_.SetTaskState(id, db::TaskState::kFailed, e.what());
+    tasks_.SetTaskState(id, db::TaskState::kFailed, e.what());
   }
   std::lock_guard lock(mutex_);
   --running_;
@@ -215,9 +215,9 @@ void TaskManager::Run(int64_t id, Live& live) {
 }
 
 void TaskManager::RunTune(int64_t id, Live& live) {
-  std::optional<db::TaskRecord> task = store_.FindTask(id);
+  std::optional<db::TaskRecord> task = tasks_.FindTask(id);
   if (!task || db::IsTerminal(task->state)) return;
-  store_.SetTaskState(id, db::TaskState::kRunning);
+  tasks_.SetTaskState(id, db::TaskState::kRunning);
   SetPhase(live, "starting");
   std::string graph_name;
   v1::TuneOptions request_options = TaskOptions(*task, &graph_name);
@@ -227,8 +227,8 @@ void TaskManager::RunTune(int64_t id, Live& live) {
   Graph graph = ParseRelay(task->graph_text, graph_name, limits);
   TuneOptions tune_options = TuneOptionsFromProto(request_options, graph);
   std::string target = ResolveTarget(task->target, live);
-  QueueBackend backend(store_, board_, id, target, options_.max_attempts, live.interrupt);
-  TuneReport report = Tune(graph, tune_options, store_, backend, [&](const TuneProgress& p) {
+  QueueBackend backend(work_, id, target, options_.max_attempts, live.interrupt);
+  TuneReport report = Tune(graph, tune_options, cache_, backend, [&](const TuneProgress& p) {
     Progress(id, live, p.phase, static_cast<int64_t>(p.done), static_cast<int64_t>(p.total));
   });
   std::string result;
@@ -237,7 +237,7 @@ void TaskManager::RunTune(int64_t id, Live& live) {
   auto status = google::protobuf::util::MessageToJsonString(
       ReportToProto(graph, graph_name, report), &result, opts);
   FT_CHECK(status.ok(), "a tune result did not print as JSON");
-  store_.FinishTask(id, result);
+  tasks_.FinishTask(id, result);
   spdlog::info("task {} done: {} regions, {} measured, {} reused, {:.2f} s", id,
                report.regions.size(), report.candidates_measured, report.measurements_reused,
                report.seconds);
@@ -249,7 +249,7 @@ std::string TaskManager::ResolveTarget(const std::string& target, Live& live) {
   if (target != "any") return target;
   for (bool announced = false;; announced = true) {
     std::map<std::string, int> online;
-    for (const db::WorkerRecord& w : store_.ListWorkers())
+    for (const db::WorkerRecord& w : tasks_.ListWorkers())
       if (w.state == db::WorkerState::kOnline) ++online[w.target_fingerprint];
     std::string best;
     int count = 0;
@@ -258,10 +258,10 @@ std::string TaskManager::ResolveTarget(const std::string& target, Live& live) {
     if (!best.empty()) return best;
     if (!announced) SetPhase(live, "waiting for a worker");
     if (live.interrupt == kCancel) throw TaskInterrupted(TaskInterrupted::Why::kCancelled);
-    if (live.interrupt == kStop || board_.stopped())
+    if (live.interrupt == kStop || work_.stopped())
       throw TaskInterrupted(TaskInterrupted::Why::kServerStopping);
-    board_.WaitForWork(board_.WorkVersion(),
-                       std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+    work_.WaitForWork(work_.WorkVersion(),
+                      std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
   }
 }
 

@@ -20,10 +20,11 @@
 #include <optional>
 #include <string>
 
-#include "db/store.h"
-#include "server/service/job_board.h"
+#include "db/cache.h"
+#include "db/job_queue.h"
 #include "server/service/request_checks.h"
 #include "server/service/service_options.h"
+#include "server/service/work_queue.h"
 
 namespace fusetune::service {
 
@@ -35,7 +36,8 @@ struct TaskView {
 
 class TaskManager {
  public:
-  TaskManager(db::Store& store, JobBoard& board, const ServiceOptions& options);
+  // Tasks search with `cache` and queue their jobs on `work`.
+  TaskManager(db::Cache& cache, WorkQueue& work, const ServiceOptions& options);
   ~TaskManager();  // Stop()
   TaskManager(const TaskManager&) = delete;
   TaskManager& operator=(const TaskManager&) = delete;
@@ -69,8 +71,9 @@ class TaskManager {
   void Progress(int64_t id, Live& live, const std::string& phase, int64_t done, int64_t total);
   void Changed();
 
-  db::Store& store_;
-  JobBoard& board_;
+  db::Cache& cache_;
+  WorkQueue& work_;
+  db::JobQueue& tasks_;  // work_.store(): the task rows
   const ServiceOptions& options_;
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;

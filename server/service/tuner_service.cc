@@ -135,7 +135,7 @@ std::string TunerService::LookupTarget(const std::string& target) const {
   std::string checked = CheckTarget(target, "target");
   if (checked != "any") return checked;
   std::set<std::string> fingerprints;
-  for (const db::WorkerRecord& w : store_.ListWorkers()) fingerprints.insert(w.target_fingerprint);
+  for (const db::WorkerRecord& w : queue_.ListWorkers()) fingerprints.insert(w.target_fingerprint);
   if (fingerprints.size() == 1) return *fingerprints.begin();
   if (fingerprints.empty())
     throw StatusError(grpc::StatusCode::FAILED_PRECONDITION,
@@ -216,7 +216,7 @@ grpc::Status TunerService::ListTasks(grpc::ServerContext* context,
     CheckLabel(request->client(), "client", 128);
     filter.client = request->client();
     filter.limit = ListLimit(request->limit(), "limit");
-    std::vector<db::TaskRecord> tasks = store_.ListTasks(filter);
+    std::vector<db::TaskRecord> tasks = queue_.ListTasks(filter);
     for (auto it = tasks.rbegin(); it != tasks.rend(); ++it) {  // newest first
       std::optional<TaskView> view = tasks_.View(it->id);
       if (view) *response->add_tasks() = TaskStatusOf(*view);
@@ -241,7 +241,7 @@ grpc::Status TunerService::LookupBest(grpc::ServerContext* context,
         std::string target = LookupTarget(request->target());
         response->set_target(target);
         std::optional<db::BestPlanRecord> plan =
-            store_.FindBestPlan({request->region_signature(), target, threads, version});
+            cache_.FindBestPlan({request->region_signature(), target, threads, version});
         if (plan) {
           *response->mutable_plan() = CachedPlanOf(*plan);
         } else {
@@ -257,7 +257,7 @@ grpc::Status TunerService::LookupBest(grpc::ServerContext* context,
                           kSearchVersion, version));
         std::string target = LookupTarget(request->target());
         const std::string key = LookupCache::KeyOf(*request, target);
-        if (std::optional<v1::LookupBestResponse> hit = lookups_.Find(key, store_)) {
+        if (std::optional<v1::LookupBestResponse> hit = lookups_.Find(key, cache_)) {
           *response = std::move(*hit);
           return;
         }
@@ -267,12 +267,13 @@ grpc::Status TunerService::LookupBest(grpc::ServerContext* context,
         if (request->threads() != 0) search.threads = threads;
         response->set_target(target);
         std::vector<std::string> missing;
-        TuneReport report = LookupCached(graph, search, store_, target, &missing);
+        TuneReport report =
+            LookupCached(graph, search, cache_, target, &missing, request->exact_only());
         for (const RegionReport& r : report.regions)
           *response->add_regions() = RegionToProto(graph, r, r.cached);
         for (const std::string& m : missing) response->add_missing(m);
         lookups_.Put(key, *response, LookupCache::PlanKeysOf(*response, search.threads, version),
-                     store_);
+                     cache_);
         return;
       }
       default:
@@ -316,7 +317,7 @@ grpc::Status TunerService::ListCache(grpc::ServerContext* context,
     filter.op = request->op();
     int limit = ListLimit(request->limit(), "limit");
     filter.limit = limit + 1;
-    std::vector<db::BestPlanRecord> plans = store_.ListBestPlans(filter);
+    std::vector<db::BestPlanRecord> plans = cache_.ListBestPlans(filter);
     response->set_truncated(static_cast<int>(plans.size()) > limit);
     if (response->truncated()) plans.resize(limit);
     for (const db::BestPlanRecord& p : plans) *response->add_plans() = CachedPlanOf(p);
@@ -332,8 +333,8 @@ grpc::Status TunerService::ListWorkers(grpc::ServerContext* context,
     std::map<std::string, int64_t> current;
     db::JobFilter leased;
     leased.state = db::JobState::kLeased;
-    for (const db::JobRecord& j : store_.ListJobs(leased)) current[j.lease_owner] = j.id;
-    for (const db::WorkerRecord& w : store_.ListWorkers()) {
+    for (const db::JobRecord& j : queue_.ListJobs(leased)) current[j.lease_owner] = j.id;
+    for (const db::WorkerRecord& w : queue_.ListWorkers()) {
       if (!target.empty() && target != "any" && w.target_fingerprint != target) continue;
       v1::Worker* out = response->add_workers();
       out->set_worker_id(w.id);

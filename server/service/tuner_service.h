@@ -1,7 +1,9 @@
 #pragma once
 // The Tuner service, for clients. Handlers are thin: authenticate, check the request
-// (request_checks.h), call the task manager or the store, answer. No search logic lives here.
-#include "db/store.h"
+// (request_checks.h), call the task manager, the cache or the job queue, answer. No search logic
+// lives here.
+#include "db/cache.h"
+#include "db/job_queue.h"
 #include "proto/fusetune.grpc.pb.h"
 #include "server/service/lookup_cache.h"
 #include "server/service/metrics.h"
@@ -12,10 +14,11 @@ namespace fusetune::service {
 
 class TunerService final : public v1::Tuner::Service {
  public:
-  // `metrics` counts submissions and lookups.
-  TunerService(db::Store& store, TaskManager& tasks, const ServiceOptions& options,
-               ServiceMetrics& metrics)
-      : store_(store), tasks_(tasks), options_(options), metrics_(metrics) {}
+  // Lookups read `cache`; task and worker listings read `queue`. `metrics` counts submissions and
+  // lookups.
+  TunerService(db::Cache& cache, const db::JobQueue& queue, TaskManager& tasks,
+               const ServiceOptions& options, ServiceMetrics& metrics)
+      : cache_(cache), queue_(queue), tasks_(tasks), options_(options), metrics_(metrics) {}
 
   grpc::Status SubmitTune(grpc::ServerContext* context, const v1::SubmitTuneRequest* request,
                           v1::SubmitTuneResponse* response) override;
@@ -40,7 +43,8 @@ class TunerService final : public v1::Tuner::Service {
   // A lookup's target: a fingerprint as given, or for ""/"any" the only one workers registered.
   std::string LookupTarget(const std::string& target) const;
 
-  db::Store& store_;
+  db::Cache& cache_;
+  const db::JobQueue& queue_;
   TaskManager& tasks_;
   const ServiceOptions& options_;
   ServiceMetrics& metrics_;

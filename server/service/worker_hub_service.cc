@@ -38,7 +38,7 @@ std::string WorkerHubService::TargetOf(const std::string& worker_id) {
     std::lock_guard lock(mutex_);
     if (auto it = targets_.find(worker_id); it != targets_.end()) return it->second;
   }
-  std::optional<db::WorkerRecord> worker = store_.FindWorker(worker_id);
+  std::optional<db::WorkerRecord> worker = work_.store().FindWorker(worker_id);
   if (!worker)
     throw StatusError(
         grpc::StatusCode::FAILED_PRECONDITION,
@@ -65,12 +65,7 @@ grpc::Status WorkerHubService::Register(grpc::ServerContext* context,
       throw UserError(fmt::format("cores: must be between 0 and 65536, got {}", request->cores()));
     CheckLabel(request->version(), "version", 128);
 
-    db::WorkerRecord worker;
-    worker.id = id;
-    worker.target_fingerprint = target.fingerprint();
-    worker.cores = request->cores();
-    worker.version = request->version();
-    store_.RegisterWorker(worker);
+    // The target's figures first: a task woken by the registration reads them.
     if (target.peak_gflops() > 0 && target.bandwidth_gbs() > 0) {
       db::TargetRecord t;
       t.fingerprint = target.fingerprint();
@@ -82,18 +77,18 @@ grpc::Status WorkerHubService::Register(grpc::ServerContext* context,
       t.peak_gflops = target.peak_gflops();
       t.bandwidth_gbs = target.bandwidth_gbs();
       t.measured_at = target.measured_at_ms();
-      store_.PutTarget(t);
+      cache_.PutTarget(t);
     }
-    // A worker that registers again lost whatever it was running (it restarted, or the server
-    // forgot it): its leases go back to the queue now rather than at their deadline.
-    db::RequeueStats released = store_.ReleaseWorkerLeases(id, "the worker registered again");
-    if (released.requeued > 0) board_.NotifyWork();
-    if (released.failed > 0) board_.RequestPoll();
+    db::WorkerRecord worker;
+    worker.id = id;
+    worker.target_fingerprint = target.fingerprint();
+    worker.cores = request->cores();
+    worker.version = request->version();
+    work_.RegisterWorker(worker);  // releases the leases of a worker that registers again
     {
       std::lock_guard lock(mutex_);
       targets_[id] = worker.target_fingerprint;
     }
-    board_.NotifyWork();  // a task waiting for a worker of this target may start
     spdlog::info("worker {} registered ({} cores, {})", id, worker.cores,
                  worker.target_fingerprint.substr(0, 60));
     response->set_worker_id(id);
@@ -110,26 +105,20 @@ std::optional<v1::MeasurementJob> WorkerHubService::Lease(grpc::ServerContext& c
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(std::min(wait_ms, options_.max_lease_wait_ms));
   for (;;) {
-    uint64_t seen = board_.WorkVersion();
-    if (std::optional<db::JobRecord> row = store_.LeaseJob(worker_id, target, options_.lease_ms)) {
+    uint64_t seen = work_.WorkVersion();
+    if (std::optional<db::JobRecord> row = work_.Lease(worker_id, target, options_.lease_ms)) {
       MeasureJob job = JobFromJson(std::string(row->payload.begin(), row->payload.end()));
       job.id = row->id;
       v1::MeasurementJob message = JobToProto(job);
-      v1::MeasurementKey* key = message.mutable_key();
-      key->set_group_signature(row->key.group_signature);
-      key->set_schedule(row->key.schedule);
-      key->set_target_fingerprint(row->key.target_fingerprint);
-      key->set_threads(row->key.threads);
       message.set_lease_deadline_ms(row->lease_deadline);
       message.set_attempt(row->attempts);
       return message;
     }
-    if (board_.stopped())
-      throw StatusError(grpc::StatusCode::UNAVAILABLE, "the server is stopping");
+    if (work_.stopped()) throw StatusError(grpc::StatusCode::UNAVAILABLE, "the server is stopping");
     if (std::chrono::steady_clock::now() >= deadline || context.IsCancelled()) return std::nullopt;
     // Wake on new work, and at least every 250 ms (a lease may have expired meanwhile).
-    board_.WaitForWork(seen, std::min(deadline, std::chrono::steady_clock::now() +
-                                                    std::chrono::milliseconds(250)));
+    work_.WaitForWork(seen, std::min(deadline, std::chrono::steady_clock::now() +
+                                                   std::chrono::milliseconds(250)));
   }
 }
 
@@ -159,14 +148,10 @@ grpc::Status WorkerHubService::ReportResult(grpc::ServerContext* context,
     std::string target = TargetOf(r.worker_id());
     if (!r.failure().empty()) {
       // The worker could not measure: another attempt, or failed for good.
-      bool recorded = store_.FailJobAttempt(r.job_id(), r.worker_id(), r.failure().substr(0, 4096));
+      bool recorded =
+          work_.FailAttempt(r.job_id(), r.worker_id(), r.failure().substr(0, 4096)).has_value();
       response->set_accepted(recorded);
-      if (recorded) {
-        metrics_.CountFailedAttempt();
-        std::optional<db::JobRecord> job = store_.FindJob(r.job_id());
-        if (job && job->state == db::JobState::kFailed) board_.JobsFinished({r.job_id()});
-        board_.NotifyWork();
-      }
+      if (recorded) metrics_.CountFailedAttempt();
     } else {
       JobResult result = ResultFromProto(r);
       if (result.plans.empty()) throw UserError("result.plans: empty (and no failure given)");
@@ -177,8 +162,8 @@ grpc::Status WorkerHubService::ReportResult(grpc::ServerContext* context,
                         r.target_fingerprint().substr(0, 200), r.worker_id()));
       result.target = target;
       std::string json = ResultToJson(result);
-      db::ReportOutcome outcome = store_.CompleteJobWithResult(
-          r.job_id(), target, std::vector<uint8_t>(json.begin(), json.end()));
+      db::ReportOutcome outcome =
+          work_.Complete(r.job_id(), target, std::vector<uint8_t>(json.begin(), json.end()));
       switch (outcome) {
         case db::ReportOutcome::kUnknownJob:
           throw StatusError(grpc::StatusCode::NOT_FOUND,
@@ -191,7 +176,6 @@ grpc::Status WorkerHubService::ReportResult(grpc::ServerContext* context,
           int64_t ok = std::count_if(result.plans.begin(), result.plans.end(),
                                      [](const PlanResult& plan) { return plan.ok; });
           metrics_.CountMeasurements(ok, static_cast<int64_t>(result.plans.size()) - ok);
-          board_.JobsFinished({r.job_id()});
           break;
         }
       }
@@ -212,7 +196,7 @@ grpc::Status WorkerHubService::Heartbeat(grpc::ServerContext* context,
     if (request->current_job_id() < 0)
       throw UserError(
           fmt::format("current_job_id: must not be negative, got {}", request->current_job_id()));
-    response->set_registered(store_.HeartbeatRunning(request->worker_id(),
+    response->set_registered(work_.store().Heartbeat(request->worker_id(),
                                                      request->current_job_id(), options_.lease_ms));
     if (!response->registered()) {
       std::lock_guard lock(mutex_);

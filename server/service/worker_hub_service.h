@@ -1,26 +1,27 @@
 #pragma once
 // The WorkerHub service, for the benchmark farm: Register, LeaseJob (a long poll), ReportResult
-// (optionally leasing the next job in the same call) and Heartbeat. The queue itself is the
-// store's; this class turns its rows into wire messages and wakes waiting tasks and workers.
+// (optionally leasing the next job in the same call) and Heartbeat. The queue is WorkQueue's, which
+// makes each transition and wakes whoever waits for it; this class checks requests and turns rows
+// into wire messages.
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
-#include "db/store.h"
+#include "db/cache.h"
 #include "proto/fusetune.grpc.pb.h"
-#include "server/service/job_board.h"
 #include "server/service/metrics.h"
 #include "server/service/service_options.h"
+#include "server/service/work_queue.h"
 
 namespace fusetune::service {
 
 class WorkerHubService final : public v1::WorkerHub::Service {
  public:
-  // `metrics` counts the measurements reported.
-  WorkerHubService(db::Store& store, JobBoard& board, const ServiceOptions& options,
+  // `cache` keeps the targets workers describe; `metrics` counts the measurements reported.
+  WorkerHubService(db::Cache& cache, WorkQueue& work, const ServiceOptions& options,
                    ServiceMetrics& metrics)
-      : store_(store), board_(board), options_(options), metrics_(metrics) {}
+      : cache_(cache), work_(work), options_(options), metrics_(metrics) {}
 
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                         v1::RegisterResponse* response) override;
@@ -39,8 +40,8 @@ class WorkerHubService final : public v1::WorkerHub::Service {
   std::optional<v1::MeasurementJob> Lease(grpc::ServerContext& context,
                                           const std::string& worker_id, int wait_ms);
 
-  db::Store& store_;
-  JobBoard& board_;
+  db::Cache& cache_;
+  WorkQueue& work_;
   const ServiceOptions& options_;
   ServiceMetrics& metrics_;
   std::mutex mutex_;

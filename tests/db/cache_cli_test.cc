@@ -1,4 +1,4 @@
-// `fusetune cache ...` against files written through the Store: the built binary is run as a user
+// `fusetune cache ...` against files written through the Cache: the built binary is run as a user
 // would run it.
 #include <sys/wait.h>
 
@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "db/schema.h"
-#include "db/store.h"
 #include "db_test_util.h"
 
 namespace fusetune::db {
@@ -31,10 +30,15 @@ CliRun Fusetune(const TempDir& dir, const std::string& args) {
           testing::ReadBytes(err)};
 }
 
-void Fill(Store& store) {
+CacheStats StatsOf(const std::string& path) {
+  Database database(path);
+  return Cache(database).Stats();
+}
+
+void Fill(Cache& store) {
   store.PutTarget(testing::SampleTarget());
-  store.PutMeasurement(testing::OkMeasurement(Key("g1"), 5));
-  store.PutMeasurement(testing::InvalidMeasurement(Key("g2"), "crash"));
+  store.PutMeasurements({testing::OkMeasurement(Key("g1"), 5)});
+  store.PutMeasurements({testing::InvalidMeasurement(Key("g2"), "crash")});
   BestPlanRecord a = testing::SamplePlan("aaaa1111bbbb2222cccc3333dddd4444", 100);
   a.region_text = "in p0: Tensor[(4,), float32]\nn0 = exp(p0)\nout n0";
   store.PutBestPlan(a);
@@ -58,7 +62,8 @@ TEST(CacheCli, LsTableJsonAndFilters) {
   TempDir dir;
   std::string db = dir.File("c.db");
   {
-    Store store(db);
+    Database database(db);
+    Cache store(database);
     Fill(store);
   }
   CliRun r = Fusetune(dir, "cache ls --db " + db);
@@ -87,7 +92,8 @@ TEST(CacheCli, ShowByPrefixAndNothingFound) {
   TempDir dir;
   std::string db = dir.File("c.db");
   {
-    Store store(db);
+    Database database(db);
+    Cache store(database);
     Fill(store);
   }
   CliRun r = Fusetune(dir, "cache show aaaa --db " + db);
@@ -105,11 +111,85 @@ TEST(CacheCli, ShowByPrefixAndNothingFound) {
       << r.err;
 }
 
+TEST(CacheCli, LsMeasurementsListsWhyCandidatesFailed) {
+  TempDir dir;
+  std::string db = dir.File("c.db");
+  {
+    Database database(db);
+    Cache store(database);
+    Fill(store);
+  }
+  CliRun r = Fusetune(dir, "cache ls --measurements --invalid --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("g2 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("invalid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("crash"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("g1 "), std::string::npos) << "--invalid shows only failures:\n" << r.out;
+  EXPECT_NE(r.out.find("1 measurement shown"), std::string::npos) << r.out;
+
+  r = Fusetune(dir, "cache ls --measurements --json --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["measurements"].size(), 2u);
+  EXPECT_EQ(j["measurements"][0]["group_signature"], "g1");
+  EXPECT_EQ(j["measurements"][0]["median_us"], 5.0);
+  EXPECT_EQ(j["measurements"][1]["reason"], "crash");
+
+  r = Fusetune(dir, "cache ls --measurements --op exp --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--measurements filters by --signature, --target and --threads only"),
+            std::string::npos)
+      << r.err;
+  r = Fusetune(dir, "cache ls --invalid --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(CacheCli, ShowTellsTheDecisionAndThePlansReplaced) {
+  TempDir dir;
+  std::string db = dir.File("c.db");
+  {
+    Database database(db);
+    Cache store(database);
+    BestPlanRecord old = testing::SamplePlan("abcd", 100);
+    store.PutBestPlan(old);
+    BestPlanRecord now = testing::SamplePlan("abcd", 120);
+    now.chosen = "greedy";
+    now.greedy_us = 110;
+    now.margin = 0.98;
+    now.rounds = 7;
+    now.decision = "tuned 1.02x, within noise: greedy kept";
+    now.family_key = "fam1";
+    store.PutBestPlan(now, "re-validated: slower than greedy");
+  }
+  CliRun r = Fusetune(dir, "cache show abcd --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  decision        tuned 1.02x, within noise: greedy kept\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  margin          0.980 over 7 paired rounds\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  family          fam1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replaced plans (newest first)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("re-validated: slower than greedy: tuned at 100.00 us"), std::string::npos)
+      << r.out;
+
+  r = Fusetune(dir, "cache show abcd --json --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["margin"], 0.98);
+  EXPECT_EQ(j[0]["rounds"], 7);
+  ASSERT_EQ(j[0]["replaced"].size(), 1u);
+  EXPECT_EQ(j[0]["replaced"][0]["tuned_us"], 100.0);
+  EXPECT_EQ(j[0]["replaced"][0]["reason"], "re-validated: slower than greedy");
+}
+
 TEST(CacheCli, ExportImportAndABadFile) {
   TempDir dir;
   std::string a = dir.File("a.db"), b = dir.File("b.db"), lines = dir.File("cache.jsonl");
   {
-    Store store(a);
+    Database database(a);
+    Cache store(database);
     Fill(store);
   }
   CliRun r = Fusetune(dir, "cache export " + lines + " --db " + a);
@@ -134,14 +214,15 @@ TEST(CacheCli, ExportImportAndABadFile) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(bad + ":line 7: unknown record kind \"planet\""), std::string::npos)
       << r.err;
-  EXPECT_EQ(Store(c).Stats().best_plans, 0);
+  EXPECT_EQ(StatsOf(c).best_plans, 0);
 }
 
 TEST(CacheCli, RmNeedsAFilterAndRemovesWhatMatches) {
   TempDir dir;
   std::string db = dir.File("c.db");
   {
-    Store store(db);
+    Database database(db);
+    Cache store(database);
     Fill(store);
   }
   CliRun r = Fusetune(dir, "cache rm --db " + db);
@@ -151,12 +232,12 @@ TEST(CacheCli, RmNeedsAFilterAndRemovesWhatMatches) {
   r = Fusetune(dir, "cache rm --signature ffff --db " + db);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("removed 1 best plan from"), std::string::npos) << r.out;
-  EXPECT_EQ(Store(db).Stats().best_plans, 1);
+  EXPECT_EQ(StatsOf(db).best_plans, 1);
 
   r = Fusetune(dir, "cache rm --all --measurements --json --db " + db);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out), (nlohmann::json{{"plans", 1}, {"measurements", 2}}));
-  StoreStats stats = Store(db).Stats();
+  CacheStats stats = StatsOf(db);
   EXPECT_EQ(stats.best_plans + stats.measurements_ok + stats.measurements_invalid, 0);
   EXPECT_EQ(stats.targets, 1);  // targets are not cache entries
 }
@@ -164,7 +245,7 @@ TEST(CacheCli, RmNeedsAFilterAndRemovesWhatMatches) {
 TEST(CacheCli, ANewerFileIsRefusedWithTheUpgradeMessage) {
   TempDir dir;
   std::string db = dir.File("future.db");
-  { Store store(db); }
+  { Database database(db); }
   // Bump the version the way a newer fusetune would have.
   std::string cmd = "sqlite3 " + db + " 'PRAGMA user_version = 7' 2>/dev/null";
   if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "no sqlite3 shell";

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <thread>
 
-#include "db/store.h"
 #include "db_test_util.h"
 
 namespace fusetune::db {
@@ -17,15 +16,15 @@ using testing::TempDir;
 
 // Each write puts a measurement and a plan in one transaction... they are separate calls here, so
 // readers check what every single call guarantees: a record is either absent or whole.
-void WriteMany(Store& store, int n) {
+void WriteMany(Cache& store, int n) {
   for (int i = 0; i < n; ++i) {
-    store.PutMeasurement(testing::OkMeasurement(Key("g" + std::to_string(i)), 1.0 + i));
+    store.PutMeasurements({testing::OkMeasurement(Key("g" + std::to_string(i)), 1.0 + i)});
     store.PutBestPlan(testing::SamplePlan("r" + std::to_string(i), 1.0 + i));
   }
 }
 
 // Returns the number of inconsistencies seen.
-int ReadUntil(Store& store, int n, const std::atomic<bool>& writer_done) {
+int ReadUntil(Cache& store, int n, const std::atomic<bool>& writer_done) {
   int bad = 0;
   int last_count = 0;
   while (true) {
@@ -47,17 +46,19 @@ int ReadUntil(Store& store, int n, const std::atomic<bool>& writer_done) {
   return bad;
 }
 
-TEST(Concurrency, ReaderThreadsWithTheirOwnStoresWhileAWriterWrites) {
+TEST(Concurrency, ReaderThreadsWithTheirOwnDatabasesWhileAWriterWrites) {
   TempDir dir;
   std::string path = dir.File("c.db");
-  Store writer(path);
+  Database writer_db(path);
+  Cache writer(writer_db);
   constexpr int kN = 300;
   std::atomic<bool> done{false};
   std::vector<std::thread> readers;
   std::vector<int> bad(3, 0);
   for (int r = 0; r < 3; ++r) {
     readers.emplace_back([&, r] {
-      Store reader(path);
+      Database reader_db(path);
+      Cache reader(reader_db);
       bad[r] = ReadUntil(reader, kN, done);
     });
   }
@@ -67,15 +68,16 @@ TEST(Concurrency, ReaderThreadsWithTheirOwnStoresWhileAWriterWrites) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(bad[r], 0) << "reader " << r;
 }
 
-TEST(Concurrency, ThreadsSharingOneStore) {
+TEST(Concurrency, ThreadsSharingOneDatabase) {
   TempDir dir;
-  Store store(dir.File("c.db"));
+  Database db(dir.File("c.db"));
+  Cache store(db);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 50; ++i) {
         std::string g = "t" + std::to_string(t) + "_" + std::to_string(i);
-        store.PutMeasurement(testing::OkMeasurement(Key(g), 2.0));
+        store.PutMeasurements({testing::OkMeasurement(Key(g), 2.0)});
         ASSERT_TRUE(store.FindMeasurement(Key(g)));
       }
     });
@@ -87,7 +89,7 @@ TEST(Concurrency, ThreadsSharingOneStore) {
 TEST(Concurrency, ReaderInAnotherProcessWhileAWriterWrites) {
   TempDir dir;
   std::string path = dir.File("c.db");
-  { Store init(path); }  // the schema exists before the child opens the file
+  { Database init(path); }  // the schema exists before the child opens the file
   std::string flag = dir.File("writer_done");
   constexpr int kN = 200;
   pid_t child = fork();
@@ -96,7 +98,8 @@ TEST(Concurrency, ReaderInAnotherProcessWhileAWriterWrites) {
     // The child reads until the parent says it is done; exit code = inconsistencies (capped).
     int bad = 0;
     try {
-      Store reader(path);
+      Database reader_db(path);
+      Cache reader(reader_db);
       std::atomic<bool> done{false};
       std::thread watcher([&] {
         while (!std::filesystem::exists(flag)) usleep(1000);
@@ -110,7 +113,8 @@ TEST(Concurrency, ReaderInAnotherProcessWhileAWriterWrites) {
     _exit(bad > 100 ? 100 : bad);
   }
   {
-    Store writer(path);
+    Database writer_db(path);
+    Cache writer(writer_db);
     WriteMany(writer, kN);
   }
   testing::WriteBytes(flag, "");

@@ -1,5 +1,6 @@
 #pragma once
-// Shared helpers of the store tests: a fresh directory per test and sample records.
+// Shared helpers of the store tests: a fresh directory per test, a file opened as the service
+// opens it, and sample records.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -8,6 +9,9 @@
 #include <iterator>
 #include <string>
 
+#include "db/cache.h"
+#include "db/database.h"
+#include "db/job_queue.h"
 #include "db/records.h"
 
 namespace fusetune::db::testing {
@@ -29,6 +33,15 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// A file opened as `fusetune serve` opens it: the database and both of its views.
+struct OpenFile {
+  explicit OpenFile(const std::string& path, DatabaseOptions options = {})
+      : db(path, options), cache(db), queue(db) {}
+  Database db;
+  Cache cache;
+  JobQueue queue;
 };
 
 inline std::string ReadBytes(const std::string& path) {

@@ -1,5 +1,6 @@
 #include "server/candidates.h"
 
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -8,6 +9,10 @@
 
 namespace fusetune {
 namespace {
+
+std::vector<FusedGroup> Enumerate(const Graph& g, const SearchOptions& options) {
+  return EnumerateCandidateGroups(RequestPolicy(g, options));
+}
 
 std::vector<ValueId> OpNodes(const Graph& g) {
   std::vector<ValueId> out;
@@ -43,7 +48,7 @@ TEST(Candidates, MatchBruteForceOverAllSubsetsOfRandomDags) {
         continue;
       expected.insert(subset);
     }
-    auto found = EnumerateCandidateGroups(g, options);
+    auto found = Enumerate(g, options);
     EXPECT_EQ(found.size(), AsSets(found).size())
         << "seed " << seed << ": a group was listed twice";
     EXPECT_EQ(AsSets(found), expected) << "seed " << seed;
@@ -62,29 +67,49 @@ TEST(Candidates, NeverFuseOpsAndNodesAndForbiddenGroupsAreHonoured) {
   Graph g = std::move(b).Build();
 
   SearchOptions plain;
-  EXPECT_EQ(AsSets(EnumerateCandidateGroups(g, plain)),
+  EXPECT_EQ(AsSets(Enumerate(g, plain)),
             (std::set<std::vector<ValueId>>{{s}, {e}, {n}, {s, e}, {e, n}, {s, e, n}}));
 
   SearchOptions no_exp;
   no_exp.never_fuse_ops = {"exp"};
-  EXPECT_EQ(AsSets(EnumerateCandidateGroups(g, no_exp)),
-            (std::set<std::vector<ValueId>>{{s}, {e}, {n}}));
+  EXPECT_EQ(AsSets(Enumerate(g, no_exp)), (std::set<std::vector<ValueId>>{{s}, {e}, {n}}));
 
   SearchOptions no_node;
   no_node.never_fuse_nodes = {"2"};
-  EXPECT_EQ(AsSets(EnumerateCandidateGroups(g, no_node)),
-            (std::set<std::vector<ValueId>>{{s}, {e}, {n}, {s, e}}));
+  EXPECT_EQ(AsSets(Enumerate(g, no_node)), (std::set<std::vector<ValueId>>{{s}, {e}, {n}, {s, e}}));
 
   SearchOptions forbidden;
   forbidden.forbidden_groups = {{"0", "1", "2"}};
   forbidden.max_group_size = 8;
-  EXPECT_EQ(AsSets(EnumerateCandidateGroups(g, forbidden)),
+  EXPECT_EQ(AsSets(Enumerate(g, forbidden)),
             (std::set<std::vector<ValueId>>{{s}, {e}, {n}, {s, e}, {e, n}}));
 
   SearchOptions small;
   small.max_group_size = 2;
-  EXPECT_EQ(AsSets(EnumerateCandidateGroups(g, small)),
+  EXPECT_EQ(AsSets(Enumerate(g, small)),
             (std::set<std::vector<ValueId>>{{s}, {e}, {n}, {s, e}, {e, n}}));
+}
+
+TEST(Candidates, RefusedGroupsComeWithThePolicysReason) {
+  GraphBuilder b;
+  TensorType t{DType::kFloat32, {4, 8}};
+  ValueId x = b.AddParam("x", t);
+  ValueId s = b.AddNode("exp", {x}, {});                                                 // %0
+  ValueId e = b.AddNode("negative", {s}, {});                                            // %1
+  ValueId r = b.AddNode("sum", {s}, Attrs({{"axis", IntList{1}}, {"keepdims", true}}));  // %2
+  b.SetOutputs({e, r}, true);
+  Graph g = std::move(b).Build();
+  SearchOptions forbidden;
+  forbidden.forbidden_groups = {{"0", "1"}};
+  std::vector<RefusedGroup> refused;
+  auto found = EnumerateCandidateGroups(RequestPolicy(g, forbidden), &refused);
+  std::map<std::vector<ValueId>, std::string> why;
+  for (const RefusedGroup& rg : refused) why[rg.nodes] = rg.why;
+  EXPECT_EQ(why[(std::vector<ValueId>{s, e})], "the request forbids this group");
+  // Two sinks: AnalyzeGroup's reason, which callers used to drop, reaches the caller.
+  EXPECT_NE(why[(std::vector<ValueId>{s, e, r})].find("sinks"), std::string::npos)
+      << why[(std::vector<ValueId>{s, e, r})];
+  for (const FusedGroup& fg : found) EXPECT_FALSE(why.count(fg.nodes)) << "listed and refused";
 }
 
 TEST(Candidates, TwoAnchorsNeverShareAGroup) {
@@ -95,7 +120,7 @@ TEST(Candidates, TwoAnchorsNeverShareAGroup) {
   ValueId d2 = b.AddNode("nn.dense", {d1, w}, {});
   b.SetOutputs({d2}, false);
   Graph g = std::move(b).Build();
-  EXPECT_EQ(AsSets(EnumerateCandidateGroups(g, {})), (std::set<std::vector<ValueId>>{{d1}, {d2}}));
+  EXPECT_EQ(AsSets(Enumerate(g, {})), (std::set<std::vector<ValueId>>{{d1}, {d2}}));
 }
 
 }  // namespace

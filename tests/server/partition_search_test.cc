@@ -22,10 +22,11 @@ std::vector<ValueId> OpNodes(const Graph& g) {
 }
 
 // Brute force: every way to cover the nodes with disjoint candidates, keeping those whose groups
-// can be put in an order where each group's inputs come from earlier groups.
-double BruteForceBest(const Graph& g, const std::vector<ValueId>& nodes,
-                      const std::vector<CostedGroup>& cands) {
-  double best = std::numeric_limits<double>::infinity();
+// can be put in an order where each group's inputs come from earlier groups. Returns the cost of
+// each such cover (each cover once), cheapest first.
+std::vector<double> BruteForceCosts(const Graph& g, const std::vector<ValueId>& nodes,
+                                    const std::vector<CostedGroup>& cands) {
+  std::vector<double> costs;
   std::vector<size_t> chosen;
   std::vector<int> owner(g.values().size(), -1);
   auto acyclic = [&]() {
@@ -52,7 +53,7 @@ double BruteForceBest(const Graph& g, const std::vector<ValueId>& nodes,
     auto first_free =
         std::find_if(nodes.begin(), nodes.end(), [&](ValueId v) { return owner[v] < 0; });
     if (first_free == nodes.end()) {
-      if (cost < best && acyclic()) best = cost;
+      if (cost < std::numeric_limits<double>::infinity() && acyclic()) costs.push_back(cost);
       return;
     }
     for (size_t c = 0; c < cands.size(); ++c) {
@@ -68,15 +69,39 @@ double BruteForceBest(const Graph& g, const std::vector<ValueId>& nodes,
     }
   };
   recurse(0.0);
-  return best;
+  std::sort(costs.begin(), costs.end());
+  return costs;
 }
 
-TEST(PartitionSearch, MatchesBruteForceOnRandomDagsWithRandomCosts) {
-  int compared = 0;
+// Checks that `p` covers every node once in an order that respects dependencies, at its cost.
+void ExpectValidCover(const Graph& g, const std::vector<ValueId>& nodes,
+                      const std::vector<CostedGroup>& cands, const Partition& p, uint64_t seed) {
+  std::vector<bool> done(g.values().size(), false);
+  for (ValueId v : g.params()) done[v] = true;
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (g.values()[v].kind == ValueKind::kConst) done[v] = true;
+  double summed = 0.0;
+  for (size_t idx : p.groups) {
+    for (ValueId v : cands[idx].nodes)
+      for (ValueId in : g.value(v).inputs)
+        EXPECT_TRUE(done[in] || std::count(cands[idx].nodes.begin(), cands[idx].nodes.end(), in))
+            << "seed " << seed << ": group reads a value not yet computed";
+    for (ValueId v : cands[idx].nodes) {
+      EXPECT_FALSE(done[v]) << "node covered twice";
+      done[v] = true;
+    }
+    summed += cands[idx].cost;
+  }
+  for (ValueId v : nodes) EXPECT_TRUE(done[v]) << "node left uncovered";
+  EXPECT_NEAR(summed, p.cost, 1e-9);
+}
+
+TEST(PartitionSearch, BestAndRunnerUpMatchBruteForceOnRandomDagsWithRandomCosts) {
+  int compared = 0, with_runner_up = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     Graph g = testing::RandomDag(seed, 4 + static_cast<int>(seed % 6), seed % 2 == 0);
     SearchOptions options;
-    auto groups = EnumerateCandidateGroups(g, options);
+    auto groups = EnumerateCandidateGroups(RequestPolicy(g, options));
     std::mt19937_64 rng(seed * 77);
     std::vector<CostedGroup> cands;
     for (const auto& group : groups) {
@@ -87,32 +112,28 @@ TEST(PartitionSearch, MatchesBruteForceOnRandomDagsWithRandomCosts) {
       cands.push_back({group.nodes, cost});
     }
     const auto nodes = OpNodes(g);
-    Partition p = FindBestPartition(g, nodes, cands);
-    double brute = BruteForceBest(g, nodes, cands);
+    const RankedPartitions ranked = FindBestPartitions(g, nodes, cands);
+    const Partition& p = ranked.best;
+    const std::vector<double> brute = BruteForceCosts(g, nodes, cands);
     ASSERT_TRUE(p.found()) << "seed " << seed;
-    EXPECT_NEAR(p.cost, brute, 1e-9) << "seed " << seed;
-    // The returned groups cover every node once, in an order that respects dependencies.
-    std::vector<bool> done(g.values().size(), false);
-    for (ValueId v : g.params()) done[v] = true;
-    for (size_t v = 0; v < g.values().size(); ++v)
-      if (g.values()[v].kind == ValueKind::kConst) done[v] = true;
-    double summed = 0.0;
-    for (size_t idx : p.groups) {
-      for (ValueId v : cands[idx].nodes)
-        for (ValueId in : g.value(v).inputs)
-          EXPECT_TRUE(done[in] || std::count(cands[idx].nodes.begin(), cands[idx].nodes.end(), in))
-              << "seed " << seed << ": group reads a value not yet computed";
-      for (ValueId v : cands[idx].nodes) {
-        EXPECT_FALSE(done[v]) << "node covered twice";
-        done[v] = true;
-      }
-      summed += cands[idx].cost;
+    EXPECT_NEAR(p.cost, brute[0], 1e-9) << "seed " << seed;
+    ExpectValidCover(g, nodes, cands, p, seed);
+    EXPECT_EQ(FindBestPartition(g, nodes, cands).groups, p.groups) << "the same best either way";
+    // The runner-up: the cheapest cover whose set of groups differs from the best's.
+    ASSERT_EQ(ranked.runner_up.found(), brute.size() > 1) << "seed " << seed;
+    if (brute.size() > 1) {
+      EXPECT_NEAR(ranked.runner_up.cost, brute[1], 1e-9) << "seed " << seed;
+      ExpectValidCover(g, nodes, cands, ranked.runner_up, seed);
+      std::vector<size_t> a = p.groups, b = ranked.runner_up.groups;
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      EXPECT_NE(a, b) << "seed " << seed << ": the runner-up is the best in another order";
+      ++with_runner_up;
     }
-    for (ValueId v : nodes) EXPECT_TRUE(done[v]) << "node left uncovered";
-    EXPECT_DOUBLE_EQ(summed, p.cost);
     ++compared;
   }
   EXPECT_EQ(compared, 40);
+  EXPECT_GT(with_runner_up, 30);
 }
 
 TEST(PartitionSearch, PrefersFusedGroupOnlyWhenCheaper) {
@@ -131,6 +152,9 @@ TEST(PartitionSearch, PrefersFusedGroupOnlyWhenCheaper) {
   EXPECT_DOUBLE_EQ(fused.cost, 1.5);
   ASSERT_EQ(fused.groups.size(), 1u);
   EXPECT_EQ(fused.groups[0], 2u);
+  RankedPartitions ranked = FindBestPartitions(g, region, {{{a}, 1.0}, {{c}, 1.0}, {{a, c}, 1.5}});
+  EXPECT_DOUBLE_EQ(ranked.runner_up.cost, 2.0) << "the split plan is what the fused one beat";
+  EXPECT_EQ(ranked.runner_up.groups, (std::vector<size_t>{0, 1}));
 }
 
 TEST(PartitionSearch, RejectsOrdersThatNeedACycle) {

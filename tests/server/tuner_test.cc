@@ -4,12 +4,16 @@
 #include "server/tuner.h"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "ir/fusion.h"
 #include "ir/text/relay_parser.h"
+#include "server/request_policy.h"
+#include "server/validation.h"
 
 namespace fusetune {
 namespace {
@@ -21,6 +25,9 @@ class ModelBackend : public MeasurementBackend {
   std::set<std::vector<std::string>> broken;  // node-name sets (subgraph names) that fail
   int jobs_run = 0;
   int plans_run = 0;
+  std::vector<MeasureJob> seen;  // every job, as the backend got it
+  // Changes a plan's figures after the model: a plan truly faster, or a disturbed round.
+  std::function<void(const MeasureJob&, const Plan&, PlanResult&)> adjust;
 
   std::string TargetFingerprint() override { return "test-triple;test-cpu;+f"; }
 
@@ -28,6 +35,7 @@ class ModelBackend : public MeasurementBackend {
                                  const std::function<void(size_t)>& on_done) override {
     std::vector<JobResult> out;
     for (const MeasureJob& job : jobs) {
+      seen.push_back(job);
       Graph g = ParseRelay(job.graph_text, "job");
       JobResult r;
       r.id = job.id;
@@ -52,9 +60,10 @@ class ModelBackend : public MeasurementBackend {
             t.reason = "crashed with signal 11";
           }
         }
-        t.min_us = t.median_us;
         t.number = 1;
         t.repeat = 1;
+        if (adjust) adjust(job, plan, t);
+        t.min_us = t.median_us;
         ++plans_run;
         r.plans.push_back(t);
       }
@@ -90,7 +99,8 @@ const char* kSeed =
 
 TEST_F(TunerTest, SecondRunAnswersFromTheCacheWithoutMeasuring) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   TuneReport first = Tune(g, {}, store, backend);
   ASSERT_EQ(first.regions.size(), 1u);
@@ -128,7 +138,8 @@ TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
   nn.softmax(%7)
 })";
   Graph g = ParseRelay(text, "layers.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   SearchOptions o;
   o.never_fuse_ops = {"nn.softmax"};  // keep the blocks apart
@@ -152,7 +163,8 @@ TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
 
 TEST_F(TunerTest, AFailingFusedKernelIsRecordedInvalidAndTheSearchCompletes) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   backend.broken = {{"nn.batch_matmul", "ones_like", "where"}};
   TuneReport r = Tune(g, {}, store, backend);
@@ -168,7 +180,8 @@ TEST_F(TunerTest, AFailingFusedKernelIsRecordedInvalidAndTheSearchCompletes) {
 
 TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
   Graph g = ParseRelay(kSeed, "seed.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   Tune(g, {}, store, backend);
   TuneOptions options;
@@ -196,6 +209,118 @@ TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
   EXPECT_EQ(again.regions[0].plan.size(), 1u);
 }
 
+// Every per-request control, with the unrestricted plan (everything fused) already stored: the
+// answer honours the control, comes from the stored measurements, and the stored plan stays.
+// (A cached plan used to answer a request that forbade its group.)
+TEST_F(TunerTest, EveryControlIsHonouredWithAWarmCacheAndLeavesTheStoredPlan) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  TuneReport cold = Tune(g, {}, store, backend);
+  ASSERT_EQ(cold.regions.size(), 1u);
+  ASSERT_EQ(cold.regions[0].plan.size(), 1u) << "the bytes model fuses the seed";
+  const std::vector<PlanGroup> fused = cold.regions[0].plan;
+
+  std::vector<std::pair<std::string, SearchOptions>> controls(5);
+  controls[0].first = "--never-fuse where";
+  controls[0].second.never_fuse_ops = {"where"};
+  controls[1].first = "--never-fuse-node %1";
+  controls[1].second.never_fuse_nodes = {"1"};
+  controls[2].first = "--forbid %0,%1,%2";
+  controls[2].second.forbidden_groups = {{"0", "1", "2"}};
+  controls[3].first = "--max-group 2";
+  controls[3].second.max_group_size = 2;
+  controls[4].first = "--max-args 3";
+  controls[4].second.max_kernel_args = 3;
+  for (const auto& [name, search] : controls) {
+    TuneOptions options;
+    options.search = search;
+    TuneReport r = Tune(g, options, store, backend);
+    const RequestPolicy policy(g, search);
+    std::string why;
+    EXPECT_TRUE(policy.Honours(r.tuned_plan.groups, &why)) << name << ": " << why;
+    int fused_groups = 0;
+    for (const RegionReport& region : r.regions) {
+      EXPECT_FALSE(region.cached) << name << ": the stored plan does not honour it";
+      EXPECT_TRUE(policy.Honours(region.plan, &why)) << name << ": " << why;
+      for (const PlanGroup& pg : region.plan) fused_groups += pg.nodes.size() > 1;
+    }
+    EXPECT_EQ(r.candidates_measured, 0) << name << ": every allowed group was measured cold";
+    EXPECT_GT(r.measurements_reused, 0) << name;
+    // Pinning %1 leaves no convex group in the seed; every other control leaves one to fuse.
+    if (name != "--never-fuse-node %1") EXPECT_GE(fused_groups, 1) << name;
+
+    TuneReport after = Tune(g, {}, store, backend);
+    ASSERT_EQ(after.regions.size(), 1u);
+    EXPECT_TRUE(after.regions[0].cached) << name;
+    EXPECT_EQ(after.regions[0].plan.size(), 1u) << name << ": the stored plan was overwritten";
+    EXPECT_EQ(after.regions[0].plan[0].nodes, fused[0].nodes) << name;
+    std::vector<std::string> missing;
+    TuneReport looked = LookupCached(g, {}, store, backend.TargetFingerprint(), &missing);
+    EXPECT_TRUE(missing.empty()) << name;
+    EXPECT_EQ(looked.regions[0].plan[0].nodes, fused[0].nodes) << name;
+    // A lookup under the control finds no plan it may use, rather than the forbidden one.
+    missing.clear();
+    LookupCached(g, search, store, backend.TargetFingerprint(), &missing);
+    EXPECT_FALSE(missing.empty()) << name;
+  }
+}
+
+TEST_F(TunerTest, AControlTheStoredPlanHonoursIsAnsweredFromTheCache) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  Tune(g, {}, store, backend);  // stores [%0 %1 %2]
+  const int jobs = backend.jobs_run;
+  TuneOptions options;
+  options.search.forbidden_groups = {{"1", "2"}};  // a group the stored plan does not use
+  TuneReport r = Tune(g, options, store, backend);
+  EXPECT_EQ(backend.jobs_run, jobs) << "the stored plan is the best of the narrower space too";
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_TRUE(r.regions[0].cached);
+  ASSERT_EQ(r.regions[0].plan.size(), 1u);
+  EXPECT_EQ(r.regions[0].plan[0].nodes.size(), 3u);
+}
+
+TEST_F(TunerTest, AWiderRequestSearchesInsteadOfReusingTheDefaultPlan) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  Tune(g, {}, store, backend);
+  TuneOptions wider;
+  wider.search.max_group_size = 16;
+  TuneReport r = Tune(g, wider, store, backend);
+  EXPECT_FALSE(r.regions[0].cached);
+  EXPECT_EQ(r.candidates_measured, 0) << "the seed has no group of more than 8 ops";
+  EXPECT_GT(r.measurements_reused, 0);
+}
+
+TEST_F(TunerTest, EveryJobCarriesTheRequestsThreadsAndTiming) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  TuneOptions options;
+  options.search.threads = 3;
+  options.search.budget = 1;  // so the target is calibrated too
+  options.timing.repeat = 7;
+  options.timing.min_repeat_ms = 1.5;
+  Tune(g, options, store, backend);
+  std::set<char> kinds;  // the first letter of the first plan's name
+  for (const MeasureJob& job : backend.seen) {
+    EXPECT_EQ(job.threads, 3);
+    EXPECT_EQ(job.timing.repeat, 7);
+    EXPECT_DOUBLE_EQ(job.timing.min_repeat_ms, 1.5);
+    kinds.insert(job.plans.at(0).name.at(0));
+  }
+  // Calibration, candidate schedules ("s0", ...) and validation (plans named "greedy", "unfused"
+  // and "tuned", rotated per round) all went through.
+  EXPECT_TRUE(kinds.count('c') && kinds.count('s') && kinds.count('g') && kinds.count('u'));
+}
+
 TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
   const char* text = R"(fn (%x: Tensor[(64, 64), float32]) {
   %0 = exp(%x);
@@ -206,7 +331,8 @@ TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
   negative(%4)
 })";
   Graph g = ParseRelay(text, "chain.relay");
-  db::Store store(path_.string());
+  db::Database database(path_.string());
+  db::Cache store(database);
   ModelBackend backend;
   TuneOptions options;
   options.search.budget = 2;
@@ -217,6 +343,98 @@ TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
   // Baselines are always measured: 4 distinct single ops (exp and negative occur twice, with
   // one signature each) and the greedy group of all six. The budget allows 2 more.
   EXPECT_EQ(r.candidates_measured, 4 + 1 + 2);
+}
+
+// ---- decisions against noise (server/validation.h) ----
+
+bool IsValidationJob(const MeasureJob& job) {
+  for (const JobPlan& p : job.plans)
+    if (p.name != "tuned" && p.name != "greedy" && p.name != "unfused") return false;
+  return true;
+}
+
+std::string StoredPlan(db::Cache& store) {
+  const auto plans = store.ListBestPlans();
+  return plans.size() == 1 ? plans[0].chosen + " " + db::GroupsToJson(plans[0].groups) : "none";
+}
+
+TEST_F(TunerTest, TheDecisionItsMarginAndRoundsAreReportedAndStored) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  const TuneReport r = Tune(g, {}, store, backend);
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_GE(r.regions[0].rounds, kMinRounds);
+  EXPECT_NE(r.regions[0].decision.find(r.regions[0].chosen), std::string::npos)
+      << r.regions[0].decision;
+  const auto stored = store.ListBestPlans();
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].decision, r.regions[0].decision);
+  EXPECT_EQ(stored[0].rounds.value_or(0), r.regions[0].rounds);
+  ASSERT_TRUE(stored[0].margin.has_value());
+  EXPECT_GT(*stored[0].margin, 0);
+  // The cached answer carries the stored decision.
+  const TuneReport cached = Tune(g, {}, store, backend);
+  EXPECT_EQ(cached.regions[0].decision, r.regions[0].decision);
+}
+
+TEST_F(TunerTest, APlanTrulyTwiceAsFastIsChosenBeyondNoise) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  // Kernels of one op run 4x faster than the model says: unfused is the fastest plan by far.
+  backend.adjust = [](const MeasureJob&, const Plan& plan, PlanResult& t) {
+    bool all_single = true;
+    for (const PlanGroup& pg : plan.groups) all_single &= pg.nodes.size() == 1;
+    if (all_single) t.median_us *= 0.25;
+  };
+  const TuneReport r = Tune(g, {}, store, backend);
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_EQ(r.regions[0].chosen, "unfused") << r.regions[0].decision;
+  EXPECT_NE(r.regions[0].decision.find("beyond noise (5 of 5 rounds)"), std::string::npos)
+      << r.regions[0].decision;
+  EXPECT_EQ(r.regions[0].rounds, 5);
+  EXPECT_EQ(store.ListBestPlans().at(0).chosen, "unfused");
+}
+
+TEST_F(TunerTest, ADisturbedValidationRoundDoesNotChangeTheStoredPlan) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  std::string undisturbed;
+  int undisturbed_rounds = 0;
+  {
+    db::Database database(path_.string() + ".base");
+    db::Cache store(database);
+    ModelBackend backend;
+    undisturbed_rounds = Tune(g, {}, store, backend).regions.at(0).rounds;
+    undisturbed = StoredPlan(store);
+  }
+  for (const char* suffix : {".base", ".base-wal", ".base-shm"})
+    std::filesystem::remove(path_.string() + suffix);
+  ASSERT_NE(undisturbed, "none");
+  // Round 2 of validation: every plan of the job 3x slower but one, the plan named `spared`
+  // (a burst of load hits all but one plan), or only `hit` 3x slower.
+  for (const std::string name : {"greedy", "unfused", "tuned"}) {
+    for (bool spare : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}", spare ? "all but" : "only", name));
+      std::filesystem::remove(path_);
+      db::Database database(path_.string());
+      db::Cache store(database);
+      ModelBackend backend;
+      int validation_jobs = 0;
+      backend.adjust = [&](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+        if (!IsValidationJob(job)) return;
+        if (plan.name == job.plans.front().name)
+          ++validation_jobs;  // counted once per job, at its first plan
+        if (validation_jobs == 2 && ((plan.name == name) != spare)) t.median_us *= 3;
+      };
+      const TuneReport r = Tune(g, {}, store, backend);
+      EXPECT_EQ(StoredPlan(store), undisturbed) << r.regions.at(0).decision;
+      EXPECT_LE(r.regions.at(0).rounds, kMaxRounds);
+      EXPECT_GE(r.regions.at(0).rounds, undisturbed_rounds);
+    }
+  }
 }
 
 }  // namespace

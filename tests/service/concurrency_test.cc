@@ -2,7 +2,8 @@
 // plan, and each job is measured once (one queue row per job, one run per row).
 #include <barrier>
 
-#include "db/store.h"
+#include "db/database.h"
+#include "db/job_queue.h"
 #include "service_test_util.h"
 
 namespace fusetune::testing {
@@ -59,7 +60,8 @@ TEST(Concurrency, SixteenIdenticalSubmissionsAreMeasuredOnce) {
   for (int64_t id : JobsRun(w2.Err())) ran.push_back(id);
   std::set<int64_t> distinct(ran.begin(), ran.end());
   EXPECT_EQ(distinct.size(), ran.size()) << "a job was measured twice";
-  db::Store store(db);
+  db::Database database(db);
+  db::JobQueue store(database);
   db::JobCounts counts = store.CountJobs();
   EXPECT_EQ(counts.done, counts.total());
   EXPECT_EQ(static_cast<int64_t>(ran.size()), counts.done);

@@ -3,7 +3,9 @@
 // again (checked on the workers' logs and on the store).
 #include <nlohmann/json.hpp>
 
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/database.h"
+#include "db/job_queue.h"
 #include "service_test_util.h"
 
 namespace fusetune::testing {
@@ -53,7 +55,8 @@ TEST(Faults, AWorkerKilledMidJobCostsOnlyThatJob) {
 
   // The held job went back to the queue when its lease expired and the survivor measured it;
   // every other job was leased once.
-  db::Store store(db);
+  db::Database database(db);
+  db::JobQueue store(database);
   db::JobRecord job = *store.FindJob(held);
   EXPECT_EQ(job.state, db::JobState::kDone);
   EXPECT_EQ(job.attempts, 2);
@@ -121,12 +124,13 @@ TEST(Faults, AServerKilledMidTaskResumesAndRepeatsNoMeasurement) {
   for (int64_t id : JobsRun(w2.Err())) ran.push_back(id);
   std::set<int64_t> distinct(ran.begin(), ran.end());
   EXPECT_EQ(distinct.size(), ran.size()) << w1.Err() << "\n" << w2.Err();
-  db::Store store(db);
+  db::Database database(db);
+  db::JobQueue store(database);
   db::JobCounts counts = store.CountJobs();
   EXPECT_EQ(counts.done, counts.total());
   EXPECT_EQ(static_cast<int64_t>(distinct.size()), counts.done);
   // Every candidate the search needed has one stored measurement.
-  db::StoreStats stats = store.Stats();
+  db::CacheStats stats = db::Cache(database).Stats();
   EXPECT_GT(stats.measurements_ok, 0);
   EXPECT_EQ(stats.best_plans, 1);
 }

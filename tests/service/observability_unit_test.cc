@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/database.h"
+#include "db/job_queue.h"
 #include "ir/error.h"
 #include "observability_util.h"
 #include "server/service/http_status.h"
@@ -75,19 +77,21 @@ TEST(ObservabilityUnit, HostPortParsing) {
 
 TEST(ObservabilityUnit, MetricsReadTheStoreAtScrapeTime) {
   TestDir dir;
-  db::Store store(dir.File("m.db"));
+  db::Database database(dir.File("m.db"));
+  db::Cache cache(database);
+  db::JobQueue queue(database);
   ServiceMetrics metrics;
-  store.CreateTask(Task(db::TaskState::kDone, "a"));
-  store.CreateTask(Task(db::TaskState::kDone, "a"));
-  store.CreateTask(Task(db::TaskState::kRunning, "b"));
-  store.CreateTask(Task(db::TaskState::kCancelled, "b"));
-  store.RegisterWorker(Worker("w1", "cpu-a"));
-  store.RegisterWorker(Worker("w2", "cpu-a"));
-  store.RegisterWorker(Worker("w3", "cpu-b"));
-  store.RegisterWorker(Worker("w4", "odd \"cpu\" \\ name"));  // escaped in the label value
-  store.PutBestPlan(Plan(1, 0));
+  queue.CreateTask(Task(db::TaskState::kDone, "a"));
+  queue.CreateTask(Task(db::TaskState::kDone, "a"));
+  queue.CreateTask(Task(db::TaskState::kRunning, "b"));
+  queue.CreateTask(Task(db::TaskState::kCancelled, "b"));
+  queue.RegisterWorker(Worker("w1", "cpu-a"));
+  queue.RegisterWorker(Worker("w2", "cpu-a"));
+  queue.RegisterWorker(Worker("w3", "cpu-b"));
+  queue.RegisterWorker(Worker("w4", "odd \"cpu\" \\ name"));  // escaped in the label value
+  cache.PutBestPlan(Plan(1, 0));
 
-  Exposition e = ParseExposition(metrics.Scrape(store));
+  Exposition e = ParseExposition(metrics.Scrape(cache, queue));
   EXPECT_EQ(e.Value("fusetune_tasks", {{"state", "done"}}), 2);
   EXPECT_EQ(e.Value("fusetune_tasks", {{"state", "running"}}), 1);
   EXPECT_EQ(e.Value("fusetune_tasks", {{"state", "cancelled"}}), 1);
@@ -100,11 +104,11 @@ TEST(ObservabilityUnit, MetricsReadTheStoreAtScrapeTime) {
   EXPECT_EQ(e.Value("fusetune_best_plans"), 1);
 
   // Everyone goes silent: the same series now count offline workers.
-  store.MarkWorkersOffline(db::NowMs() + 1000);
+  queue.MarkWorkersOffline(db::NowMs() + 1000);
   metrics.ObserveLookup(0.0002, 3, 1);
   metrics.ObserveLookup(2.0, 0, 2);
   metrics.CountMeasurements(5, 1);
-  Exposition f = ParseExposition(metrics.Scrape(store));
+  Exposition f = ParseExposition(metrics.Scrape(cache, queue));
   EXPECT_EQ(f.Value("fusetune_workers", {{"target", "cpu-a"}, {"state", "online"}}), 0);
   EXPECT_EQ(f.Value("fusetune_workers", {{"target", "cpu-a"}, {"state", "offline"}}), 2);
   EXPECT_EQ(f.Value("fusetune_cache_lookups_total", {{"result", "hit"}}), 3);
@@ -119,11 +123,13 @@ TEST(ObservabilityUnit, MetricsReadTheStoreAtScrapeTime) {
 
 TEST(ObservabilityUnit, PageEscapesSummarisesAndHidesGraphText) {
   TestDir dir;
-  db::Store store(dir.File("p.db"));
-  store.CreateTask(Task(db::TaskState::kFailed, "<b>x</b>"));
-  store.RegisterWorker(Worker("w\"1", "cpu<a>"));
-  store.PutBestPlan(Plan(7, 0));
-  service::StatusSnapshot snapshot = service::TakeStatusSnapshot(store, nullptr, 200);
+  db::Database database(dir.File("p.db"));
+  db::Cache cache(database);
+  db::JobQueue queue(database);
+  queue.CreateTask(Task(db::TaskState::kFailed, "<b>x</b>"));
+  queue.RegisterWorker(Worker("w\"1", "cpu<a>"));
+  cache.PutBestPlan(Plan(7, 0));
+  service::StatusSnapshot snapshot = service::TakeStatusSnapshot(cache, queue, nullptr, 200);
   std::string html = service::RenderStatusPage(snapshot);
   EXPECT_NE(html.find("&lt;b&gt;x&lt;/b&gt;"), std::string::npos);
   EXPECT_EQ(html.find("<b>x</b>"), std::string::npos);
@@ -143,7 +149,9 @@ TEST(ObservabilityUnit, PageEscapesSummarisesAndHidesGraphText) {
 
 TEST(ObservabilityUnit, PageListsTheNewestRowsAndSaysHowManyThereAre) {
   TestDir dir;
-  db::Store store(dir.File("many.db"));
+  db::Database database(dir.File("many.db"));
+  db::Cache cache(database);
+  db::JobQueue queue(database);
   // FUSETUNE_TEST_PLANS / FUSETUNE_TEST_TASKS give bigger stores for figures by hand.
   auto from_env = [](const char* name, int fallback) {
     const char* v = std::getenv(name);
@@ -152,8 +160,8 @@ TEST(ObservabilityUnit, PageListsTheNewestRowsAndSaysHowManyThereAre) {
   const int kPlans = from_env("FUSETUNE_TEST_PLANS", 5000);
   const int kTasks = from_env("FUSETUNE_TEST_TASKS", 1000);
   int64_t t0 = db::NowMs() - 1000000;
-  for (int i = 0; i < kPlans; ++i) store.PutBestPlan(Plan(i, t0 + i));
-  for (int i = 0; i < kTasks; ++i) store.CreateTask(Task(db::TaskState::kDone, "c"));
+  for (int i = 0; i < kPlans; ++i) cache.PutBestPlan(Plan(i, t0 + i));
+  for (int i = 0; i < kTasks; ++i) queue.CreateTask(Task(db::TaskState::kDone, "c"));
   // Measurements are the biggest table of a farm's file; a scrape must not scan it.
   const int kMeasurements = from_env("FUSETUNE_TEST_MEASUREMENTS", 20000);
   std::vector<db::MeasurementRecord> measured(kMeasurements);
@@ -163,7 +171,7 @@ TEST(ObservabilityUnit, PageListsTheNewestRowsAndSaysHowManyThereAre) {
     measured[i].number = measured[i].repeat = 1;
     measured[i].group_text = std::string(1000, 'g');
   }
-  store.PutMeasurements(measured);
+  cache.PutMeasurements(measured);
   ServiceMetrics metrics;
 
   auto time = [](auto&& f) {
@@ -173,14 +181,15 @@ TEST(ObservabilityUnit, PageListsTheNewestRowsAndSaysHowManyThereAre) {
         .count();
   };
   std::string text, html;
-  double scrape_ms = time([&] { text = metrics.Scrape(store); });
+  double scrape_ms = time([&] { text = metrics.Scrape(cache, queue); });
   service::StatusSnapshot snapshot;
-  double snapshot_ms = time([&] { snapshot = service::TakeStatusSnapshot(store, nullptr, 200); });
+  double snapshot_ms =
+      time([&] { snapshot = service::TakeStatusSnapshot(cache, queue, nullptr, 200); });
   double render_ms = time([&] { html = service::RenderStatusPage(snapshot); });
-  double full_stats_ms = time([&] { store.Stats(); });
+  double full_stats_ms = time([&] { cache.Stats(); });
   std::printf(
       "[figures] %d plans, %d tasks, %d measurements: /metrics %.2f ms (%zu bytes); page: "
-      "snapshot %.1f ms, render %.1f ms (%zu bytes); Store::Stats() with measurement counts "
+      "snapshot %.1f ms, render %.1f ms (%zu bytes); Cache::Stats() with measurement counts "
       "%.1f ms\n",
       kPlans, kTasks, kMeasurements, scrape_ms, text.size(), snapshot_ms, render_ms, html.size(),
       full_stats_ms);

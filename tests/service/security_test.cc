@@ -4,7 +4,9 @@
 #include <cmath>
 #include <functional>
 
-#include "db/store.h"
+#include "db/cache.h"
+#include "db/database.h"
+#include "db/job_queue.h"
 #include "raw_grpc.h"
 #include "service_test_util.h"
 
@@ -406,12 +408,13 @@ TEST(Limits, EveryMalformedRequestGetsItsStatusAndNothingIsStored) {
       << s.error_message();
 
   // Nothing of any of it was stored.
-  db::Store store(db);
-  db::StoreStats stats = store.Stats();
-  EXPECT_EQ(stats.tasks, 0);
-  EXPECT_EQ(stats.jobs_queued + stats.jobs_leased + stats.jobs_done + stats.jobs_failed, 0);
+  db::Database database(db);
+  db::JobQueue queue(database);
+  db::CacheStats stats = db::Cache(database).Stats();
+  EXPECT_EQ(queue.CountTasks().total(), 0);
+  EXPECT_EQ(queue.CountJobs().total(), 0);
   EXPECT_EQ(stats.measurements_ok + stats.measurements_invalid, 0);
-  EXPECT_EQ(store.ListWorkers().size(), 1u) << "only the one valid registration";
+  EXPECT_EQ(queue.ListWorkers().size(), 1u) << "only the one valid registration";
 }
 
 TEST(Limits, AClientOverItsTaskLimitIsRefusedUntilOneFinishes) {

@@ -62,7 +62,14 @@ std::vector<BadCase> Cases() {
       {"negative dimension", "fn (%x: Tensor[(2, -3), float32]) {\n  %x\n}\n",
        "bad.relay:1:20: error: negative dimension -3"},
       {"dynamic dimension", "fn (%x: Tensor[(Any, 3), float32]) {\n  %x\n}\n",
-       "bad.relay:1:17: error: dynamic dimensions are not supported"},
+       "bad.relay:1:17: error: %x has a dynamic dimension '?' at axis 0; give it a size (fusetune "
+       "check/tune/run/query --dim NAME=SIZE; `fusetune check` lists the names)"},
+      {"named dimension", "fn (%x: Tensor[(3, seq), float32]) {\n  %x\n}\n",
+       "bad.relay:1:20: error: %x has a dynamic dimension 'seq' at axis 1; give it a size "
+       "(fusetune check/tune/run/query --dim NAME=SIZE; `fusetune check` lists the names)"},
+      {"unknown dimension in an annotation",
+       "fn (%x: Tensor[(3, 4), float32]) -> Tensor[(n, 4), float32] {\n  %x\n}\n",
+       "bad.relay:1:45: error: unknown dimension 'n': no parameter's type uses it"},
       {"unterminated comment", kHead + "  /* no end\n  exp(%x)\n}\n",
        "bad.relay:2:3: error: unterminated comment"},
       {"unterminated string", "#[version = \"0.0.5]\nfn () { 1f }\n",

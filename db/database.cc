@@ -1,6 +1,6 @@
-// Opening a Store: refuse anything that is not a fusetune file we can read, before a single byte is
-// written (WAL mode and migrations both write), then configure and migrate.
-#include "db/store.h"
+// Opening the Database: refuse anything that is not a fusetune file we can read, before a single
+// byte is written (WAL mode and migrations both write), then configure and migrate.
+#include "db/database.h"
 
 #include <array>
 #include <cstring>
@@ -48,9 +48,9 @@ int64_t PragmaInt(Connection& conn, const char* pragma) {
 
 }  // namespace
 
-Store::Store(const std::string& path, StoreOptions options) : path_(path) {
+Database::Database(const std::string& path, DatabaseOptions options) : path_(path) {
   if (options.schema_version < 0 || options.schema_version > kLatestSchemaVersion) {
-    throw std::invalid_argument("StoreOptions::schema_version out of range");
+    throw std::invalid_argument("DatabaseOptions::schema_version out of range");
   }
   if (path.empty()) throw UserError("the database path is empty");
   CheckHeader(path);
@@ -108,57 +108,31 @@ Store::Store(const std::string& path, StoreOptions options) : path_(path) {
   // mode except for the last transactions on power loss (never corruption).
   conn_->Exec("PRAGMA journal_mode = WAL");
   conn_->Exec("PRAGMA synchronous = NORMAL");
-  conn_->Exec("PRAGMA foreign_keys = ON");
   int target = options.schema_version == 0 ? kLatestSchemaVersion : options.schema_version;
-  Migrate(*conn_, target);
+  Migrate(*conn_, target);  // turns foreign keys off while it runs (a step may rebuild a table)
+  conn_->Exec("PRAGMA foreign_keys = ON");
   schema_version_ = ReadSchemaVersion(*conn_);
 }
 
-Store::~Store() = default;
+Database::~Database() = default;
 
-int Store::schema_version() const {
-  std::lock_guard lock(mutex_);
-  return schema_version_;
-}
-
-void Store::RequireVersion(int version, const char* what) const {
-  if (schema_version_ < version) {
-    throw UserError(fmt::format("{}: {} needs schema v{}, the file is opened at v{}", path_, what,
-                                version, schema_version_));
+void Database::RequireLatest(const char* who) const {
+  if (schema_version_ != kLatestSchemaVersion) {
+    throw UserError(fmt::format("{}: {} needs schema v{}, the file is opened at v{}", path_, who,
+                                kLatestSchemaVersion, schema_version_));
   }
 }
 
-StoreStats Store::Stats() const { return CountStats(/*measurements=*/true); }
-
-StoreStats Store::QuickStats() const { return CountStats(/*measurements=*/false); }
-
-StoreStats Store::CountStats(bool measurements) const {
+void Database::Run(Mode mode, const std::function<void(Connection&)>& fn) const {
   std::lock_guard lock(mutex_);
-  StoreStats stats;
-  stats.schema_version = schema_version_;
-  Transaction tx(*conn_, Transaction::Mode::kRead);
-  auto count = [&](const char* sql) {
-    Statement st = conn_->Prepare(sql);
-    st.Step();
-    return st.Int(0);
-  };
-  stats.targets = count("SELECT count(*) FROM targets");
-  if (measurements) {
-    stats.measurements_ok = count("SELECT count(*) FROM measurements WHERE status = 'ok'");
-    stats.measurements_invalid =
-        count("SELECT count(*) FROM measurements WHERE status = 'invalid'");
+  if (mode == Mode::kNone) {
+    fn(*conn_);
+    return;
   }
-  stats.best_plans = count("SELECT count(*) FROM best_plans");
-  if (schema_version_ >= 2) {
-    stats.tasks = count("SELECT count(*) FROM tasks");
-    stats.jobs_queued = count("SELECT count(*) FROM jobs WHERE state = 'queued'");
-    stats.jobs_leased = count("SELECT count(*) FROM jobs WHERE state = 'leased'");
-    stats.jobs_done = count("SELECT count(*) FROM jobs WHERE state = 'done'");
-    stats.jobs_failed = count("SELECT count(*) FROM jobs WHERE state = 'failed'");
-    stats.workers_online = count("SELECT count(*) FROM workers WHERE state = 'online'");
-  }
+  Transaction tx(*conn_,
+                 mode == Mode::kWrite ? Transaction::Mode::kWrite : Transaction::Mode::kRead);
+  fn(*conn_);  // a throw rolls back in ~Transaction
   tx.Commit();
-  return stats;
 }
 
 }  // namespace fusetune::db

@@ -1,0 +1,235 @@
+"""What tune() and query() return: the per-region plans and times of one graph.
+
+The fields follow `fusetune tune --json` (server/tune_report.cc), and to_dict() produces exactly
+that document for the same answer, so scripts can switch between the command line and Python.
+str(report) is the command line's table (client/tune_table.cc); a notebook shows _repr_html_.
+"""
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from fusetune import table
+
+__all__ = ["PlanGroup", "RegionReport", "Totals", "TuneReport"]
+
+
+def _json_us(us):
+    """JSON has no infinity: a plan that could not run is null, as the command line prints it."""
+    return us if math.isfinite(us) else None
+
+
+@dataclass(frozen=True)
+class PlanGroup:
+    """One fused kernel: its nodes ("%0", ...) and its schedule's text form ("k=v,k=v"; "" is the
+    template's default)."""
+    nodes: Tuple[str, ...]
+    schedule: str = ""
+
+    @property
+    def knobs(self):
+        """The schedule as {knob: value}."""
+        out = {}
+        for item in filter(None, self.schedule.split(",")):
+            k, _, v = item.partition("=")
+            out[k] = int(v)
+        return out
+
+    @classmethod
+    def _from_proto(cls, g):
+        knobs = sorted((k.name, k.value) for k in g.schedule.knobs)
+        return cls(tuple(g.nodes), ",".join(f"{k}={v}" for k, v in knobs))
+
+
+@dataclass(frozen=True)
+class RegionReport:
+    """A region: a piece of the graph inside which fusion choices interact.
+
+    `plan` is its chosen partition, `chosen` which of the three plans was fastest ("tuned",
+    "greedy": TVM's rules, "unfused": one kernel per op), and the three times are microseconds
+    measured in one run. `cached`: answered from the store; `found` (query): a plan is stored.
+    """
+    signature: str
+    nodes: Tuple[str, ...]
+    ops: Tuple[str, ...]
+    cached: bool
+    found: bool
+    plan: Tuple[PlanGroup, ...]
+    chosen: str
+    tuned_us: float
+    greedy_us: float
+    unfused_us: float
+    candidates: int = 0
+    measured: int = 0
+    reused: int = 0
+    pruned: int = 0
+    max_abs_error: float = 0.0
+    # Not on the wire yet (the server keeps them in its store): as `tune --server --json` says.
+    decision: str = ""
+    margin: Optional[float] = None
+    rounds: int = 0
+    # LookupBest answered a miss with the nearest tuned size's plan, e.g. "s1=256 (here 192)".
+    transferred_from: str = ""
+
+    @property
+    def speedup_vs_greedy(self):
+        return _speedup(self.greedy_us, self.tuned_us)
+
+    @property
+    def speedup_vs_unfused(self):
+        return _speedup(self.unfused_us, self.tuned_us)
+
+    @classmethod
+    def _from_proto(cls, r):
+        return cls(signature=r.signature, nodes=tuple(r.nodes), ops=tuple(r.ops),
+                   cached=r.cached, found=r.found,
+                   plan=tuple(PlanGroup._from_proto(g) for g in r.plan), chosen=r.chosen,
+                   tuned_us=r.tuned_us, greedy_us=r.greedy_us, unfused_us=r.unfused_us,
+                   candidates=r.candidates, measured=r.measured, reused=r.reused,
+                   pruned=r.pruned, max_abs_error=r.max_abs_error,
+                   transferred_from=r.transferred_from)
+
+    def to_dict(self):
+        return {
+            "signature": self.signature,
+            "nodes": list(self.nodes),
+            "ops": list(self.ops),
+            "cached": self.cached,
+            "plan": [list(g.nodes) for g in self.plan],
+            "schedules": [g.schedule for g in self.plan],
+            "chosen": self.chosen,
+            "tuned_us": _json_us(self.tuned_us),
+            "greedy_us": _json_us(self.greedy_us),
+            "unfused_us": _json_us(self.unfused_us),
+            "measured": self.measured,
+            "reused": self.reused,
+            "pruned": self.pruned,
+            "decision": self.decision,
+            "margin": self.margin,
+            "rounds": self.rounds,
+            "transferred_from": self.transferred_from or None,
+        }
+
+
+def _speedup(base, tuned):
+    if not (math.isfinite(base) and math.isfinite(tuned)) or tuned <= 0:
+        return None
+    return base / tuned
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The whole graph under each plan. `measured_together`: timed as one run; False: sums of the
+    regions' stored figures (a fully cached answer). `chosen` is always "tuned" on the wire: the
+    service does not send which whole-graph plan won (the command line's --server output says
+    "tuned" too)."""
+    tuned_us: float
+    greedy_us: float
+    unfused_us: float
+    measured_together: bool
+    chosen: str = "tuned"
+
+
+@dataclass(frozen=True)
+class TuneReport:
+    """The answer for one graph: `regions`, `total`, and how the search went.
+
+    `plan` is the whole graph's tuned plan (from tune(); None from query(), which answers per
+    region). `task_id` is the server's task (None for query()).
+    """
+    graph: str
+    target: str
+    threads: int
+    regions: Tuple[RegionReport, ...]
+    total: Totals
+    max_abs_error: float = 0.0
+    candidates_measured: int = 0
+    measurements_reused: int = 0
+    pruned: int = 0
+    seconds: float = 0.0
+    plan: Optional[Tuple[PlanGroup, ...]] = None
+    task_id: Optional[int] = None
+    missing: Tuple[str, ...] = field(default=())  # query(): signatures with no stored plan
+
+    @property
+    def cached(self):
+        """Every region was answered from the store (nothing was measured)."""
+        return bool(self.regions) and all(r.cached for r in self.regions)
+
+    @classmethod
+    def _from_result(cls, graph, result, task_id=None):
+        """From a finished task's TuneResult."""
+        t = result.total
+        return cls(graph=graph, target=result.target, threads=result.threads,
+                   regions=tuple(RegionReport._from_proto(r) for r in result.regions),
+                   total=Totals(t.tuned_us, t.greedy_us, t.unfused_us, t.measured_together),
+                   max_abs_error=result.max_abs_error,
+                   candidates_measured=result.candidates_measured,
+                   measurements_reused=result.measurements_reused, pruned=result.pruned,
+                   seconds=result.seconds,
+                   plan=tuple(PlanGroup._from_proto(g) for g in result.plan.groups),
+                   task_id=task_id)
+
+    @classmethod
+    def _from_lookup(cls, graph, response, threads):
+        """From a LookupBest answer: totals are sums of the regions' stored figures, as the
+        command line's `query --server` computes them."""
+        regions = tuple(RegionReport._from_proto(r) for r in response.regions)
+        return cls(graph=graph, target=response.target, threads=threads, regions=regions,
+                   total=Totals(sum(r.tuned_us for r in regions),
+                                sum(r.greedy_us for r in regions),
+                                sum(r.unfused_us for r in regions), False),
+                   max_abs_error=max((r.max_abs_error for r in regions), default=0.0),
+                   missing=tuple(response.missing))
+
+    def to_dict(self):
+        """The document `fusetune tune --json` (or `query --json`) prints for this answer."""
+        return {
+            "graph": self.graph,
+            "target": self.target,
+            "threads": self.threads,
+            "regions": [r.to_dict() for r in self.regions],
+            "total": {
+                "tuned_us": _json_us(self.total.tuned_us),
+                "greedy_us": _json_us(self.total.greedy_us),
+                "unfused_us": _json_us(self.total.unfused_us),
+                "chosen": self.total.chosen,
+                "decision": "",
+                "measured_together": self.total.measured_together,
+            },
+            # null when every region came from the cache: nothing ran, and each plan was checked
+            # against the reference interpreter when it was stored.
+            "max_abs_error": (None if self.regions and all(r.cached or r.transferred_from
+                                                            for r in self.regions)
+                              else self.max_abs_error),
+            "candidates_measured": self.candidates_measured,
+            "measurements_reused": self.measurements_reused,
+            "pruned": self.pruned,
+            "seconds": self.seconds,
+        }
+
+    def to_json(self, indent=2):
+        """to_dict() as text, keys sorted as the command line sorts them."""
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True, ensure_ascii=False)
+
+    def plan_json(self, indent=2):
+        """The whole graph's tuned plan as a plan file for `fusetune run GRAPH --plan FILE`."""
+        if self.plan is None:
+            raise ValueError("this report has no whole-graph plan (query() answers per region; "
+                             "tune() returns one)")
+        groups = [{"nodes": list(g.nodes), "schedule": g.schedule} for g in self.plan]
+        return json.dumps({"groups": groups, "plan": "tuned"}, indent=indent, sort_keys=True)
+
+    def __str__(self):
+        return table.format_table(self)
+
+    def _repr_html_(self):
+        return table.format_html(self)
+
+    def __repr__(self):
+        n = len(self.regions)
+        return (f"<TuneReport {self.graph}: {n} region{'' if n == 1 else 's'}, "
+                f"tuned {table.us(self.total.tuned_us)} µs"
+                f" vs greedy {table.us(self.total.greedy_us)} µs "
+                f"({table.speedup(self.total.greedy_us, self.total.tuned_us)})"
+                f"{', cached' if self.cached else ''}>")

@@ -1,0 +1,31 @@
+#include "server/job_runner.h"
+
+#include "ir/error.h"
+
+namespace fusetune {
+
+JobRunner::JobRunner(MeasurementBackend& backend, const TuneOptions& options,
+                     const ProgressFn& progress)
+    : backend_(backend),
+      options_(options),
+      progress_(progress),
+      target_(backend.TargetFingerprint()) {}
+
+std::vector<JobResult> JobRunner::Run(const std::string& phase, std::vector<MeasureJob> jobs) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].id = static_cast<int64_t>(i + 1);
+    jobs[i].threads = options_.search.threads;
+    jobs[i].timing = options_.timing;
+  }
+  if (progress_) progress_({phase, 0, jobs.size()});
+  std::vector<JobResult> results = backend_.RunJobs(jobs, [&](size_t done) {
+    if (progress_) progress_({phase, done, jobs.size()});
+  });
+  FT_CHECK(results.size() == jobs.size(), "backend returned a result count that differs from jobs");
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (results[i].plans.size() != jobs[i].plans.size())
+      results[i] = FailedResult(jobs[i], "the worker answered for a different set of plans");
+  return results;
+}
+
+}  // namespace fusetune

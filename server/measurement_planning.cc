@@ -1,0 +1,160 @@
+#include "server/measurement_planning.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "ir/schedule_space.h"
+#include "ir/text/relay_printer.h"
+#include "server/budget.h"
+#include "server/greedy_baseline.h"
+#include "server/noise.h"
+#include "server/stage_log.h"
+
+namespace fusetune {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A group first met: its schedules, what the store knows of them, and the model's estimate.
+GroupWork NewGroup(const Graph& g, const FusedGroup& group, std::string signature,
+                   CanonicalForm canon, const SearchOptions& o, const TuneCache& cache,
+                   const RooflineTarget& roofline, int* reused) {
+  GroupWork gw;
+  gw.signature = std::move(signature);
+  gw.canon = std::move(canon);
+  gw.group = group;
+  gw.schedules = ScheduleSpace(g, group, o.threads);
+  if (gw.schedules.empty()) gw.schedules.push_back({});
+  if (static_cast<int>(gw.schedules.size()) > o.schedules_per_group)
+    gw.schedules.resize(std::max(1, o.schedules_per_group));
+  gw.median_us.assign(gw.schedules.size(), kInf);
+  gw.rel_error.assign(gw.schedules.size(), 0);
+  gw.known.assign(gw.schedules.size(), false);
+  for (size_t s = 0; s < gw.schedules.size(); ++s) {
+    auto rec = cache.FindMeasurement(gw.signature, gw.schedules[s].ToString());
+    if (!rec) continue;
+    gw.known[s] = true;
+    if (rec->status == db::MeasurementStatus::kOk) {
+      gw.median_us[s] = rec->median_us;
+      gw.rel_error[s] = RelativeError(rec->median_us, rec->stddev_us, rec->repeat);
+    }
+    ++*reused;
+  }
+  double parts = 0;
+  for (ValueId v : group.nodes) {
+    auto single = AnalyzeGroup(g, std::vector<ValueId>{v});
+    parts += EstimateGroup(g, *single, roofline).estimate_us;
+  }
+  gw.benefit = parts - EstimateGroup(g, group, roofline).estimate_us;
+  return gw;
+}
+
+PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missing) {
+  Subgraph sub = ExtractSubgraph(g, gw.canon.inputs, gw.canon.nodes, gw.canon.outputs);
+  std::vector<ValueId> all;
+  for (ValueId v : gw.canon.nodes) all.push_back(sub.ToSub(v));
+  std::sort(all.begin(), all.end());
+  PlannedJob planned;
+  planned.signature = gw.signature;
+  planned.job.graph_text = PrintRelay(sub.graph);
+  for (size_t s : missing) {
+    Plan plan{fmt::format("s{}", s), {{all, gw.schedules[s]}}};
+    planned.job.plans.push_back({plan.name, PlanToJson(sub.graph, plan)});
+  }
+  planned.schedules = std::move(missing);
+  return planned;
+}
+
+}  // namespace
+
+size_t GroupWork::best_index() const {
+  // A default schedule that failed or was not measured leaves the fastest that ran.
+  if (!std::isfinite(median_us[0]))
+    return std::min_element(median_us.begin(), median_us.end()) - median_us.begin();
+  size_t best = 0;
+  for (size_t s = 1; s < schedules.size(); ++s)
+    if (FasterBeyondNoise(median_us[s], rel_error[s], median_us[0], rel_error[0]) &&
+        median_us[s] < median_us[best])
+      best = s;
+  return best;
+}
+
+Plan WithBestSchedules(const Graph& graph, Plan plan, const MeasuredGroups& groups,
+                       const Subgraph* region) {
+  for (PlanGroup& pg : plan.groups) {
+    std::vector<ValueId> nodes;
+    for (ValueId v : pg.nodes) nodes.push_back(region ? region->ToOriginal(v) : v);
+    auto it = groups.find(Signature(graph, nodes));
+    if (it != groups.end() && it->second.best_us() < kInf) pg.schedule = it->second.best_schedule();
+  }
+  return plan;
+}
+
+MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
+                                 const std::vector<TuneRegion>& regions,
+                                 const std::vector<size_t>& to_search, const TuneCache& cache,
+                                 const RooflineTarget& roofline) {
+  const Graph& g = policy.graph();
+  MeasurementPlan plan;
+  std::vector<std::vector<BudgetCandidate>> budget_input;
+  for (size_t r : to_search) {
+    const TuneRegion& tr = regions[r];
+    RegionSearch rs;
+    rs.region = r;
+    rs.sub = ExtractSubgraph(g, tr.canon.inputs, tr.canon.nodes, tr.canon.outputs);
+    rs.greedy = GreedyBaseline(policy, rs.sub);
+    // Greedy groups of the region are baselines, like single ops: always measured.
+    std::set<std::vector<ValueId>> greedy;
+    for (const PlanGroup& pg : rs.sub.PlanToOriginal(rs.greedy).groups) greedy.insert(pg.nodes);
+    std::vector<BudgetCandidate> candidates;
+    for (const FusedGroup& group : tr.region.groups) {
+      CanonicalForm gc = Canonicalize(g, group.nodes);
+      std::string sig = Hash128Hex(gc.text);
+      auto it = plan.groups.find(sig);
+      if (it == plan.groups.end()) {
+        GroupWork gw =
+            NewGroup(g, group, sig, std::move(gc), policy.options(), cache, roofline, &rs.reused);
+        it = plan.groups.emplace(sig, std::move(gw)).first;
+      }
+      const GroupWork& gw = it->second;
+      rs.group_sigs.push_back(sig);
+      rs.candidates += static_cast<int>(gw.schedules.size());
+      candidates.push_back({sig, gw.benefit,
+                            static_cast<int>(std::count(gw.known.begin(), gw.known.end(), false)),
+                            group.nodes.size() == 1 || greedy.count(group.nodes) > 0});
+    }
+    plan.reused += rs.reused;
+    budget_input.push_back(std::move(candidates));
+    plan.regions.push_back(std::move(rs));
+  }
+
+  BudgetDecision budget = PruneToBudget(budget_input, policy.options().budget);
+  plan.pruned = std::move(budget.pruned);
+  plan.pruned_schedules = budget.pruned_total;
+  for (size_t i = 0; i < plan.regions.size(); ++i)
+    plan.regions[i].pruned = budget.pruned_per_region[i];
+  for (const std::string& sig : plan.pruned) {
+    const GroupWork& gw = plan.groups.at(sig);
+    spdlog::debug("pruned {} ({}): the budget's cost model expects fusing to save {:.2f} µs",
+                  NodesText(g, gw.group.nodes), fmt::join(OpsOf(g, gw.group.nodes), ", "),
+                  gw.benefit);
+  }
+
+  for (const auto& [sig, gw] : plan.groups) {
+    if (plan.pruned.count(sig)) continue;
+    std::vector<size_t> missing;
+    for (size_t s = 0; s < gw.schedules.size(); ++s)
+      if (!gw.known[s]) missing.push_back(s);
+    if (!missing.empty()) plan.jobs.push_back(JobFor(g, gw, std::move(missing)));
+  }
+  for (const RegionSearch& rs : plan.regions)
+    spdlog::debug("region {}: {} (group, schedule) candidates, {} found in the store, {} pruned",
+                  regions[rs.region].signature, rs.candidates, rs.reused, rs.pruned);
+  spdlog::debug("{} distinct groups, {} jobs to measure", plan.groups.size(), plan.jobs.size());
+  return plan;
+}
+
+}  // namespace fusetune

@@ -1,0 +1,84 @@
+#pragma once
+// Stage: measurement planning. The candidate groups of the regions to search, deduplicated by
+// group signature (a group measured once serves every region and request that holds it), each
+// with its schedules and what the store already knows of them; the cost model's estimate of what
+// fusing each saves; the budget's pruning (server/budget.h); and the jobs still to run. Which
+// schedules a group tries is decided here (ScheduleSpace cut to --schedules): a schedule search
+// ranked by a cost model would choose them here too. Measurements are read from the store here and
+// written in server/measuring.cc, nowhere else.
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/fusion.h"
+#include "ir/plan.h"
+#include "ir/subgraph.h"
+#include "ir/text/signature.h"
+#include "server/cost_model.h"
+#include "server/region_formation.h"
+#include "server/request_policy.h"
+#include "server/tune_cache.h"
+#include "worker/job.h"
+
+namespace fusetune {
+
+// One distinct group (by signature) with its schedules and what is known of them.
+struct GroupWork {
+  std::string signature;
+  CanonicalForm canon;
+  FusedGroup group;  // an instance in this graph
+  std::vector<Schedule> schedules;
+  std::vector<double> median_us;  // per schedule; infinity = invalid or unmeasured
+  std::vector<double> rel_error;  // per schedule: the median's relative standard error (noise.h)
+  std::vector<bool> known;        // per schedule: a stored or fresh measurement exists
+  double benefit = 0;             // roofline estimate of what fusing saves (µs)
+  // The schedule used: the default (the first) unless another is faster beyond the noise of the
+  // two measurements (server/noise.h), then the fastest such. best_us() is its time.
+  size_t best_index() const;
+  double best_us() const { return median_us[best_index()]; }
+  Schedule best_schedule() const { return schedules[best_index()]; }
+};
+using MeasuredGroups = std::map<std::string, GroupWork>;  // by group signature
+
+// `plan` (over the policy's graph, or over `region` when given) with each group's fastest
+// measured schedule, so baselines differ from the tuned plan in fusion only, not in scheduling.
+Plan WithBestSchedules(const Graph& graph, Plan plan, const MeasuredGroups& groups,
+                       const Subgraph* region = nullptr);
+
+// One region to search.
+struct RegionSearch {
+  size_t region = 0;                    // index into the regions (a representative)
+  Subgraph sub;                         // the region as a graph of its own: what validation times
+  Plan greedy;                          // the greedy baseline over sub's ids
+  std::vector<std::string> group_sigs;  // per candidate group of the region
+  int candidates = 0;                   // (group, schedule) pairs
+  int reused = 0;                       // of the groups first met here: stored measurements
+  int pruned = 0;                       // unmeasured schedules of its pruned groups
+  int measured = 0;                     // filled by measuring
+};
+
+// The schedules of one group still to measure, as one job (a graph that is the group, one plan
+// per schedule).
+struct PlannedJob {
+  std::string signature;
+  std::vector<size_t> schedules;
+  MeasureJob job;
+};
+
+struct MeasurementPlan {
+  MeasuredGroups groups;
+  std::vector<RegionSearch> regions;  // in search order
+  std::set<std::string> pruned;       // signatures the budget leaves unmeasured
+  std::vector<PlannedJob> jobs;
+  int reused = 0;  // stored measurements found
+  int pruned_schedules = 0;
+};
+
+MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
+                                 const std::vector<TuneRegion>& regions,
+                                 const std::vector<size_t>& to_search, const TuneCache& cache,
+                                 const RooflineTarget& roofline);
+
+}  // namespace fusetune

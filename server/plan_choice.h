@@ -1,0 +1,21 @@
+#pragma once
+// Stage: plan choice. Per searched region, the partition DP (server/partition_search.h) over its
+// candidate groups at their fastest measured time, a pruned or invalid group never chosen: the
+// fastest exact cover, with each group's fastest schedule. This is where a later cost model that
+// ranks schedules, or new kinds of fusion, hand their candidates to the DP.
+#include <optional>
+#include <vector>
+
+#include "ir/plan.h"
+#include "server/measurement_planning.h"
+#include "server/region_formation.h"
+
+namespace fusetune {
+
+// Per entry of plan.regions: the tuned plan in `graph`'s ids, or nullopt when no cover has a
+// valid measurement for every group.
+std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
+                                                  const std::vector<TuneRegion>& regions,
+                                                  const MeasurementPlan& plan);
+
+}  // namespace fusetune

@@ -1,0 +1,215 @@
+#include "server/plan_verification.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+#include "ir/schedule_space.h"
+#include "ir/text/relay_parser.h"
+#include "ir/text/signature.h"
+#include "server/greedy_baseline.h"
+#include "server/job_runner.h"
+#include "server/request_policy.h"
+#include "server/validation.h"
+
+namespace fusetune {
+namespace {
+
+// The canonical text of a region (ir/text/signature.h: "in p0 TYPE", "n0 = op(p1, n2) [k=v, ...] :
+// TYPE", "out n2 ...") as Relay text with the same names, so the parser rebuilds the region and
+// canonicalizing it gives the text back. Throws UserError on a line of another shape.
+std::string RelayFromCanonical(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, params, body, outs;
+  int n_outs = 0;
+  auto prefixed = [](std::string args) {  // "p1, n2" -> "%p1, %n2"
+    std::string out;
+    std::istringstream parts(args);
+    std::string part;
+    while (std::getline(parts, part, ',')) {
+      const size_t b = part.find_first_not_of(' ');
+      if (b == std::string::npos) continue;
+      part = part.substr(b);
+      const bool name = (part[0] == 'p' || part[0] == 'n') && part.size() > 1 &&
+                        std::isdigit(static_cast<unsigned char>(part[1]));
+      out += (out.empty() ? "" : ", ") + (name ? "%" + part : part);
+    }
+    return out;
+  };
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line.rfind("fusetune-canonical", 0) == 0) continue;
+    if (line.rfind("in ", 0) == 0) {
+      const size_t sp = line.find(' ', 3);
+      params += fmt::format("{}%{}: {}", params.empty() ? "" : ", ", line.substr(3, sp - 3),
+                            line.substr(sp + 1));
+    } else if (line.rfind("out ", 0) == 0) {
+      std::istringstream names(line.substr(4));
+      std::string name;
+      while (names >> name) outs += fmt::format("{}%{}", n_outs++ ? ", " : "", name);
+    } else {
+      const size_t eq = line.find(" = "), open = line.find('('), close = line.rfind(") [");
+      const size_t attrs_end = line.rfind("] : ");
+      if (eq == std::string::npos || open == std::string::npos || close == std::string::npos ||
+          attrs_end == std::string::npos)
+        throw UserError(fmt::format("canonical text line {}: not a node: {}", line_no, line));
+      std::string args = prefixed(line.substr(open + 1, close - open - 1));
+      const std::string attrs = line.substr(close + 3, attrs_end - close - 3);
+      if (!attrs.empty()) args += (args.empty() ? "" : ", ") + attrs;
+      body += fmt::format("  %{} = {}({});\n", line.substr(0, eq),
+                          line.substr(eq + 3, open - eq - 3), args);
+    }
+  }
+  if (n_outs == 0) throw UserError("canonical text names no output");
+  return fmt::format("fn ({}) {{\n{}  {}\n}}\n", params, body,
+                     n_outs == 1 ? outs : "(" + outs + ")");
+}
+
+// Each group with the first schedule of its space: the default a rules-only compiler uses.
+Plan WithDefaultSchedules(const Graph& g, Plan plan, int threads) {
+  for (PlanGroup& pg : plan.groups) {
+    pg.schedule = {};
+    if (auto group = AnalyzeGroup(g, pg.nodes)) {
+      std::vector<Schedule> space = ScheduleSpace(g, *group, threads);
+      if (!space.empty()) pg.schedule = space.front();
+    }
+  }
+  return plan;
+}
+
+// The stored plan over the rebuilt region (canonical positions -> ids). Throws UserError.
+Plan StoredPlanOf(const CanonicalForm& canon, const db::BestPlanRecord& rec) {
+  Plan plan{"stored", {}};
+  for (const db::StoredGroup& sg : rec.groups) {
+    PlanGroup pg;
+    for (int32_t pos : sg.nodes) {
+      if (pos < 0 || pos >= static_cast<int32_t>(canon.nodes.size()))
+        throw UserError(
+            fmt::format("the stored plan names node {} of {}", pos, canon.nodes.size()));
+      pg.nodes.push_back(canon.nodes[pos]);
+    }
+    std::sort(pg.nodes.begin(), pg.nodes.end());
+    pg.schedule = Schedule::Parse(sg.schedule);
+    plan.groups.push_back(std::move(pg));
+  }
+  return plan;
+}
+
+std::vector<db::StoredGroup> ToStored(const CanonicalForm& canon, const Plan& plan) {
+  std::unordered_map<ValueId, int32_t> position;
+  for (size_t i = 0; i < canon.nodes.size(); ++i)
+    position[canon.nodes[i]] = static_cast<int32_t>(i);
+  std::vector<db::StoredGroup> out;
+  for (const PlanGroup& g : plan.groups) {
+    db::StoredGroup sg;
+    for (ValueId v : g.nodes) sg.nodes.push_back(position.at(v));
+    std::sort(sg.nodes.begin(), sg.nodes.end());
+    sg.schedule = g.schedule.ToString();
+    out.push_back(std::move(sg));
+  }
+  return out;
+}
+
+VerifiedPlan VerifyOne(const db::BestPlanRecord& rec, db::Cache& store, MeasurementBackend& backend,
+                       const TuneOptions& base, const ProgressFn& progress) {
+  VerifiedPlan out;
+  out.stored = rec;
+  if (rec.region_text.empty()) {
+    out.skipped = "no region text stored";
+    return out;
+  }
+  TuneOptions options = base;
+  options.search.threads = rec.key.threads;
+  JobRunner runner(backend, options, progress);
+  if (runner.target() != rec.key.target_fingerprint) {
+    out.skipped = "stored for another target";
+    return out;
+  }
+  std::optional<Graph> parsed;
+  CanonicalForm canon;
+  Plan stored;
+  try {
+    parsed.emplace(ParseRelay(RelayFromCanonical(rec.region_text),
+                              "stored region " + rec.key.region_signature.substr(0, 12)));
+    // A region's canonical form (the nodes as a subgraph), as stored; not the whole graph's.
+    std::vector<ValueId> nodes;
+    for (const PlanGroup& pg : UnfusedPlan(*parsed).groups)
+      nodes.insert(nodes.end(), pg.nodes.begin(), pg.nodes.end());
+    canon = Canonicalize(*parsed, nodes);
+    if (canon.text != rec.region_text) {
+      out.skipped = "the stored region text does not rebuild the region";
+      return out;
+    }
+    stored = StoredPlanOf(canon, rec);
+  } catch (const UserError& e) {
+    out.skipped = e.what();
+    return out;
+  }
+  const Graph& g = *parsed;
+  SearchOptions search;
+  search.threads = rec.key.threads;
+  const RequestPolicy policy(g, search);
+  ThreeWay way;
+  way.graph = &g;
+  way.plans[kTuned] = stored;
+  way.plans[kGreedy] = WithDefaultSchedules(g, GreedyBaseline(policy), rec.key.threads);
+  way.plans[kUnfused] = WithDefaultSchedules(g, UnfusedPlan(g), rec.key.threads);
+  const ThreeWayResult res = TimeThreeWays({way}, runner, "verifying", kIncumbentFirst)[0];
+  out.stored_us = res.us[kTuned];
+  out.greedy_us = res.us[kGreedy];
+  out.unfused_us = res.us[kUnfused];
+  out.decision = res.decision;
+  out.margin = res.margin;
+  out.rounds = res.rounds;
+  if (res.chosen < 0) {
+    out.skipped = "no plan ran: " + res.reason[kTuned];
+    return out;
+  }
+  if (res.chosen == kTuned) {
+    out.kept = "stored";
+    return out;
+  }
+  db::BestPlanRecord next = rec;
+  next.groups = ToStored(canon, *way.plans[res.chosen]);
+  next.chosen = kSlotNames[res.chosen];
+  next.tuned_us = res.us[res.chosen];
+  next.greedy_us = res.us[kGreedy];
+  next.unfused_us = res.us[kUnfused];
+  next.margin = res.margin;
+  next.decision = "verify: " + res.decision;
+  next.rounds = res.rounds;
+  next.created_at = 0;
+  const std::string reason =
+      std::isfinite(res.us[kTuned])
+          ? fmt::format("verify: {} {:.2f}× faster", kSlotNames[res.chosen],
+                        res.us[kTuned] / res.us[res.chosen])
+          : fmt::format("verify: the stored plan failed ({})", res.reason[kTuned]);
+  store.PutBestPlan(next, reason);
+  spdlog::info("region {}: stored plan replaced by {} ({})", rec.key.region_signature,
+               kSlotNames[res.chosen], res.decision);
+  out.kept = kSlotNames[res.chosen];
+  out.replaced = true;
+  return out;
+}
+
+}  // namespace
+
+std::vector<VerifiedPlan> VerifyStoredPlans(const std::vector<db::BestPlanRecord>& plans,
+                                            db::Cache& store, MeasurementBackend& backend,
+                                            const TuneOptions& options,
+                                            const ProgressFn& progress) {
+  std::vector<VerifiedPlan> out;
+  for (const db::BestPlanRecord& rec : plans)
+    out.push_back(VerifyOne(rec, store, backend, options, progress));
+  return out;
+}
+
+}  // namespace fusetune

@@ -1,0 +1,110 @@
+#include "server/request_policy.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ir/op.h"
+#include "server/stage_log.h"
+
+namespace fusetune {
+
+RequestPolicy::RequestPolicy(const Graph& graph, SearchOptions options)
+    : graph_(&graph), options_(std::move(options)) {
+  pinned_.assign(graph.values().size(), false);
+  for (size_t v = 0; v < graph.values().size(); ++v) {
+    const Value& value = graph.values()[v];
+    if (value.kind != ValueKind::kNode) continue;
+    pinned_[v] = options_.never_fuse_ops.count(value.op->name) > 0 ||
+                 options_.never_fuse_nodes.count(value.name) > 0;
+  }
+  for (const std::set<std::string>& names : options_.forbidden_groups) {
+    std::vector<ValueId> ids;
+    for (const std::string& name : names)
+      if (std::optional<ValueId> id = graph.FindByName(name)) ids.push_back(*id);
+    std::sort(ids.begin(), ids.end());
+    if (ids.size() == names.size()) forbidden_.insert(std::move(ids));
+  }
+  const SearchOptions defaults;
+  narrower_ = !options_.never_fuse_ops.empty() || !options_.never_fuse_nodes.empty() ||
+              !options_.forbidden_groups.empty() ||
+              options_.max_group_size < defaults.max_group_size ||
+              options_.max_kernel_args < defaults.max_kernel_args;
+  wider_ = options_.max_group_size > defaults.max_group_size ||
+           options_.max_kernel_args > defaults.max_kernel_args;
+}
+
+bool RequestPolicy::MayJoinGroup(ValueId v, std::string* why_not) const {
+  if (!pinned_.at(v)) return true;
+  if (why_not) {
+    const Value& value = graph_->value(v);
+    *why_not = options_.never_fuse_ops.count(value.op->name)
+                   ? fmt::format("{} is a {}, which the request never fuses", graph_->RefName(v),
+                                 value.op->name)
+                   : fmt::format("the request never fuses {}", graph_->RefName(v));
+  }
+  return false;
+}
+
+std::optional<FusedGroup> RequestPolicy::OneKernel(std::span<const ValueId> nodes,
+                                                   std::string* why_not) const {
+  auto refuse = [&](std::string reason) -> std::optional<FusedGroup> {
+    if (why_not) *why_not = std::move(reason);
+    return std::nullopt;
+  };
+  std::vector<ValueId> sorted(nodes.begin(), nodes.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  const bool single = sorted.size() == 1;
+  if (!single) {
+    if (static_cast<int>(sorted.size()) > options_.max_group_size)
+      return refuse(fmt::format("{} ops, more than the request's max group size {}", sorted.size(),
+                                options_.max_group_size));
+    for (ValueId v : sorted)
+      if (v >= 0 && v < static_cast<ValueId>(pinned_.size()) && !MayJoinGroup(v, why_not))
+        return std::nullopt;
+    if (forbidden_.count(sorted)) return refuse("the request forbids this group");
+  }
+  std::optional<FusedGroup> group = AnalyzeGroup(*graph_, sorted, why_not);
+  if (!group) return std::nullopt;
+  const int args = static_cast<int>(group->inputs.size() + group->outputs.size());
+  if (!single && args > options_.max_kernel_args)
+    return refuse(fmt::format("{} kernel arguments, more than the request's max args {}", args,
+                              options_.max_kernel_args));
+  return group;
+}
+
+bool RequestPolicy::Honours(std::span<const PlanGroup> groups, std::string* why_not) const {
+  for (const PlanGroup& pg : groups) {
+    std::string reason;
+    if (OneKernel(pg.nodes, why_not ? &reason : nullptr)) continue;
+    if (why_not) *why_not = fmt::format("{}: {}", NodesText(*graph_, pg.nodes), reason);
+    return false;
+  }
+  return true;
+}
+
+bool RequestPolicy::MayReuse(std::span<const PlanGroup> stored, std::string* why_not) const {
+  if (wider_) {
+    if (why_not)
+      *why_not =
+          "the request's max group size or max args is above the default, so its space is wider "
+          "than the one the stored plan was chosen from";
+    return false;
+  }
+  return Honours(stored, why_not);
+}
+
+std::optional<std::string> ControlNodeName(const Graph& graph, const std::string& given) {
+  std::string name = !given.empty() && given[0] == '%' ? given.substr(1) : given;
+  std::optional<ValueId> id = graph.FindByName(name);
+  if (!id || graph.value(*id).kind != ValueKind::kNode) return std::nullopt;
+  return name;
+}
+
+std::string ControlOpProblem(const std::string& op) {
+  if (FindOp(op)) return "";
+  return fmt::format("unknown operator '{}'", op.substr(0, 128));
+}
+
+}  // namespace fusetune

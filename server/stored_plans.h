@@ -1,0 +1,30 @@
+#pragma once
+// Stages: reuse of stored plans, and storing of validated ones. A region's best plan is stored
+// under its signature with its groups as positions in the region's canonical node order, so it
+// applies to every region with that signature, in any graph. Whether a stored plan may answer a
+// request, and whether a request's plan may be stored, is the request policy's decision. (A
+// transfer of plans across shapes on a miss would start here.)
+#include <vector>
+
+#include "server/region_formation.h"
+#include "server/request_policy.h"
+#include "server/tune_cache.h"
+#include "server/tune_report.h"
+#include "server/validation.h"
+
+namespace fusetune {
+
+// Fills the reports (one per region) of every region whose signature has a stored plan this
+// request may reuse, all regions of a signature or none; returns the representatives of the
+// signatures that need a search, in region order. With `use_cache` false, every one does.
+std::vector<size_t> ReuseStoredPlans(const RequestPolicy& policy,
+                                     const std::vector<TuneRegion>& regions, const TuneCache& cache,
+                                     bool use_cache, std::vector<RegionReport>& reports);
+
+// Each validated winner into the reports of every region with its signature, and into the store
+// when the policy allows (RequestPolicy::MayStoreBestPlan).
+void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
+                     const std::vector<RegionWinner>& winners, TuneCache& cache,
+                     std::vector<RegionReport>& reports);
+
+}  // namespace fusetune

@@ -1,0 +1,53 @@
+#include "server/tune_cache.h"
+
+#include "db/cache.h"
+#include "server/tune_options.h"
+
+namespace fusetune {
+
+TuneCache::TuneCache(db::Cache& store, std::string target, int threads)
+    : store_(store), target_(std::move(target)), threads_(threads) {}
+
+std::optional<db::BestPlanRecord> TuneCache::FindBestPlan(
+    const std::string& region_signature) const {
+  return store_.FindBestPlan({region_signature, target_, threads_, kSearchVersion});
+}
+
+std::vector<db::BestPlanRecord> TuneCache::FindFamilyPlans(const std::string& family_key) const {
+  return store_.FindBestPlansByFamily(family_key, target_, threads_, kSearchVersion);
+}
+
+void TuneCache::PutBestPlan(db::BestPlanRecord record) {
+  record.key = {record.key.region_signature, target_, threads_, kSearchVersion};
+  store_.PutBestPlan(record);
+}
+
+std::optional<db::MeasurementRecord> TuneCache::FindMeasurement(const std::string& group_signature,
+                                                                const std::string& schedule) const {
+  return store_.FindMeasurement({group_signature, schedule, target_, threads_});
+}
+
+void TuneCache::PutMeasurements(std::vector<db::MeasurementRecord> records) {
+  for (db::MeasurementRecord& r : records) {
+    r.key.target_fingerprint = target_;
+    r.key.threads = threads_;
+  }
+  store_.PutMeasurements(records);
+}
+
+std::optional<RooflineTarget> TuneCache::FindRoofline() const {
+  std::optional<db::TargetRecord> rec = store_.FindTarget(target_);
+  if (!rec || rec->peak_gflops <= 0) return std::nullopt;
+  return RooflineTarget{rec->peak_gflops, rec->bandwidth_gbs};
+}
+
+void TuneCache::PutRoofline(const RooflineTarget& roofline) {
+  db::TargetRecord rec;
+  rec.fingerprint = target_;
+  rec.cores = threads_;
+  rec.bandwidth_gbs = roofline.bandwidth_gbs;
+  rec.peak_gflops = roofline.peak_gflops;
+  store_.PutTarget(rec);
+}
+
+}  // namespace fusetune

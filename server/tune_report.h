@@ -1,0 +1,58 @@
+#pragma once
+// What a tune (or a lookup of cached plans) answers, per region and for the whole graph.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+
+namespace fusetune {
+
+struct RegionReport {
+  std::string signature;
+  std::vector<ValueId> nodes;
+  std::vector<std::string> ops;
+  bool cached = false;
+  // Non-empty: no plan is stored for this region, and `plan` is the nearest tuned member of its
+  // family's, adapted to these sizes (server/plan_transfer.h). The text says where it came from,
+  // "s1=256 (here 192)". Not measured at this size: the figures are the member's, not stored.
+  std::string transferred_from;
+  std::vector<PlanGroup> plan;  // the stored plan, in this graph's node ids
+  std::string chosen;           // "tuned", "greedy" or "unfused"
+  double tuned_us = 0, greedy_us = 0, unfused_us = 0;
+  double max_abs_error = 0;
+  // How the validation decided, e.g. "tuned 1.02× vs greedy, within noise: greedy kept"; "" for a
+  // plan stored before decisions were recorded.
+  std::string decision;
+  std::optional<double> margin;  // chosen time / runner-up's time (the store's margin)
+  int rounds = 0;                // paired validation rounds behind the decision
+  int candidates = 0;            // (group, schedule) pairs in the search space
+  int measured = 0;              // measured in this run
+  int reused = 0;                // found in the store
+  int pruned = 0;                // skipped by the cost model under the budget
+};
+
+struct TuneReport {
+  std::string target;
+  int threads = 1;
+  std::vector<RegionReport> regions;
+  Plan tuned_plan;  // the whole graph
+  double total_tuned_us = 0, total_greedy_us = 0, total_unfused_us = 0;
+  // false: sums of stored region figures (a fully cached run, whose plans were checked against
+  // the reference when they were stored). A graph that is one region is timed by its validation.
+  bool totals_measured = false;
+  std::string total_chosen = "tuned";  // which whole-graph plan was kept
+  std::string total_decision;          // how, when the whole graph was timed
+  double max_abs_error = 0;
+  int candidates_measured = 0;
+  int measurements_reused = 0;
+  int pruned = 0;
+  double seconds = 0;
+};
+
+// The `tune --json` shape of docs/architecture.md.
+std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
+                             const TuneReport& report);
+
+}  // namespace fusetune

@@ -1,0 +1,310 @@
+#include "server/validation.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "ir/text/relay_printer.h"
+#include "server/stage_log.h"
+
+namespace fusetune {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool SameGroups(const Plan& a, const Plan& b) {
+  if (a.groups.size() != b.groups.size()) return false;
+  std::vector<std::pair<std::vector<ValueId>, std::string>> x, y;
+  for (const PlanGroup& g : a.groups) x.emplace_back(g.nodes, g.schedule.ToString());
+  for (const PlanGroup& g : b.groups) y.emplace_back(g.nodes, g.schedule.ToString());
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A challenger against the plan kept so far, over the rounds.
+struct Comparison {
+  double speedup = 1;  // median over rounds of kept time / challenger time
+  int wins = 0;        // rounds the challenger was faster beyond the round's noise floor
+  int rounds = 0;
+  bool win = false;
+  bool settled = true;
+};
+
+Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int kept,
+                   int max_rounds) {
+  Comparison c;
+  c.rounds = static_cast<int>(rounds.size());
+  std::vector<double> ratios;
+  for (const RoundFigures& r : rounds) {
+    const double a = r.us[challenger], b = r.us[kept];
+    ratios.push_back(b / a);
+    if (FasterBeyondNoise(a, r.rel_error[challenger], b, r.rel_error[kept])) ++c.wins;
+  }
+  c.speedup = Median(ratios);
+  c.win = c.speedup > 1 && SignTestP(c.wins, c.rounds) <= kSignTestAlpha;
+  // Undecided while more rounds, all won, could still make it a win before the cap.
+  c.settled = true;
+  if (!c.win)
+    for (int more = 1; c.rounds + more <= max_rounds; ++more)
+      if (SignTestP(c.wins + more, c.rounds + more) <= kSignTestAlpha) c.settled = false;
+  return c;
+}
+
+std::string Us(double us) { return us < kInf ? fmt::format("{:.2f} µs", us) : "failed"; }
+
+}  // namespace
+
+double SignTestP(int wins, int n) {
+  if (n <= 0) return 1;
+  double p = 0;
+  for (int i = std::max(wins, 0); i <= n; ++i) {
+    double c = 1;  // C(n, i)
+    for (int k = 1; k <= i; ++k) c = c * (n - i + k) / k;
+    p += c;
+  }
+  return p / std::pow(2.0, n);
+}
+
+NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int same_plan[3],
+                             const SlotOrder& order, int max_rounds) {
+  NoiseDecision d;
+  // The candidates, simplest first: one per distinct plan that ran in every round.
+  std::vector<int> candidates;
+  std::vector<std::string> phrases;
+  for (int slot : order) {
+    if (same_plan[slot] < 0) continue;
+    bool duplicate = false;
+    for (int other : order) {
+      if (other == slot) break;
+      if (same_plan[other] == same_plan[slot]) {
+        duplicate = true;
+        phrases.push_back(fmt::format("{} = {}", kSlotNames[slot], kSlotNames[other]));
+        break;
+      }
+    }
+    if (duplicate) continue;
+    const bool ran = !rounds.empty() && std::all_of(rounds.begin(), rounds.end(), [&](auto& r) {
+      return std::isfinite(r.us[slot]);
+    });
+    if (ran)
+      candidates.push_back(slot);
+    else
+      phrases.push_back(fmt::format("{} failed", kSlotNames[slot]));
+  }
+  if (candidates.empty()) {
+    d.text = "no plan ran";
+    return d;
+  }
+  int kept = candidates[0];
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    const int c = candidates[i];
+    const Comparison cmp = Compare(rounds, c, kept, max_rounds);
+    d.settled &= cmp.settled;
+    std::string phrase =
+        fmt::format("{} {:.2f}× vs {}", kSlotNames[c], cmp.speedup, kSlotNames[kept]);
+    if (cmp.win)
+      phrase += fmt::format(", beyond noise ({} of {} rounds)", cmp.wins, cmp.rounds);
+    else if (cmp.speedup > 1)
+      phrase += ", within noise";
+    phrases.push_back(std::move(phrase));
+    if (cmp.win) kept = c;
+  }
+  d.chosen = kept;
+  // The margin: the kept plan against the fastest other candidate, as a median of round ratios.
+  int runner_up = -1;
+  double runner_up_us = kInf;
+  for (int c : candidates) {
+    if (c == kept) continue;
+    std::vector<double> us;
+    for (const RoundFigures& r : rounds) us.push_back(r.us[c]);
+    if (Median(us) < runner_up_us) runner_up_us = Median(us), runner_up = c;
+  }
+  if (runner_up >= 0) {
+    std::vector<double> ratios;
+    for (const RoundFigures& r : rounds) ratios.push_back(r.us[kept] / r.us[runner_up]);
+    d.margin = Median(ratios);
+  }
+  const std::string verdict =
+      fmt::format("{} {}", kSlotNames[kept], kept == candidates[0] ? "kept" : "chosen");
+  d.text = phrases.empty() ? fmt::format("only {} ran: {}", kSlotNames[kept], verdict)
+                           : fmt::format("{}: {}", fmt::join(phrases, "; "), verdict);
+  return d;
+}
+
+std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, JobRunner& runner,
+                                          const std::string& phase, const SlotOrder& order) {
+  // Per way: its distinct plans (named by the simplest slot holding each) and which slot is which.
+  struct Prepared {
+    std::string graph_text;
+    std::vector<JobPlan> distinct;
+    int plan_of[3] = {-1, -1, -1};
+    std::vector<bool> failed;  // per distinct plan: failed in a round, not timed again
+    std::vector<RoundFigures> rounds;
+  };
+  std::vector<Prepared> prep(ways.size());
+  for (size_t i = 0; i < ways.size(); ++i) {
+    std::vector<const Plan*> distinct;
+    for (int slot : order) {
+      if (!ways[i].plans[slot]) continue;
+      for (size_t d = 0; d < distinct.size() && prep[i].plan_of[slot] < 0; ++d)
+        if (SameGroups(*distinct[d], *ways[i].plans[slot]))
+          prep[i].plan_of[slot] = static_cast<int>(d);
+      if (prep[i].plan_of[slot] >= 0) continue;
+      prep[i].plan_of[slot] = static_cast<int>(distinct.size());
+      distinct.push_back(&*ways[i].plans[slot]);
+      prep[i].distinct.push_back(
+          {kSlotNames[slot], PlanToJson(*ways[i].graph, *ways[i].plans[slot])});
+    }
+    prep[i].graph_text = PrintRelay(*ways[i].graph);
+    prep[i].failed.assign(distinct.size(), false);
+  }
+  std::vector<ThreeWayResult> out(ways.size());
+
+  // `count` more rounds of the ways `which`, round-major so that a way's rounds are spread in time.
+  auto run_rounds = [&](const std::vector<size_t>& which, int count) {
+    std::vector<MeasureJob> jobs;
+    std::vector<size_t> way_of;
+    for (int k = 0; k < count; ++k)
+      for (size_t i : which) {
+        const Prepared& p = prep[i];
+        MeasureJob job;
+        job.graph_text = p.graph_text;
+        const size_t n = p.distinct.size(), first = (p.rounds.size() + k) % std::max<size_t>(n, 1);
+        for (size_t j = 0; j < n; ++j) {
+          const size_t d = (first + j) % n;  // the order rotates per round
+          if (!p.failed[d]) job.plans.push_back(p.distinct[d]);
+        }
+        jobs.push_back(std::move(job));
+        way_of.push_back(i);
+      }
+    std::vector<JobResult> answers = runner.Run(phase, std::move(jobs));
+    for (size_t j = 0; j < answers.size(); ++j) {
+      Prepared& p = prep[way_of[j]];
+      ThreeWayResult& res = out[way_of[j]];
+      std::map<std::string, const PlanResult*> by_name;
+      for (const PlanResult& t : answers[j].plans) by_name[t.name] = &t;
+      RoundFigures round;
+      for (int slot = 0; slot < 3; ++slot) {
+        const int d = p.plan_of[slot];
+        if (d < 0) continue;
+        auto it = by_name.find(p.distinct[d].name);
+        if (it == by_name.end()) continue;  // failed in an earlier round
+        const PlanResult& t = *it->second;
+        if (!t.ok) {
+          p.failed[d] = true;
+          res.reason[slot] = t.reason;
+          continue;
+        }
+        round.us[slot] = t.median_us;
+        round.rel_error[slot] = RelativeError(t.median_us, t.stddev_us, t.repeat);
+        res.max_abs_error[slot] = std::max(res.max_abs_error[slot], t.max_abs_error);
+      }
+      p.rounds.push_back(round);
+    }
+  };
+
+  std::vector<size_t> all;
+  for (size_t i = 0; i < ways.size(); ++i)
+    if (!prep[i].distinct.empty()) all.push_back(i);
+  run_rounds(all, kMinRounds);
+  for (int round = kMinRounds; round < kMaxRounds; ++round) {
+    std::vector<size_t> undecided;
+    for (size_t i : all) {
+      const Prepared& p = prep[i];
+      const bool any_left = std::count(p.failed.begin(), p.failed.end(), false) > 0;
+      if (any_left && !DecideThreeWay(p.rounds, p.plan_of, order).settled) undecided.push_back(i);
+    }
+    if (undecided.empty()) break;
+    run_rounds(undecided, 1);
+  }
+
+  for (size_t i = 0; i < ways.size(); ++i) {
+    const Prepared& p = prep[i];
+    ThreeWayResult& res = out[i];
+    for (int slot = 0; slot < 3; ++slot) {
+      if (p.plan_of[slot] < 0) {
+        res.reason[slot] = "no plan";
+        continue;
+      }
+      std::vector<double> us;
+      for (const RoundFigures& r : p.rounds) us.push_back(r.us[slot]);
+      const bool ran = !us.empty() &&
+                       std::all_of(us.begin(), us.end(), [](double x) { return std::isfinite(x); });
+      res.us[slot] = ran ? Median(us) : kInf;
+      // A plan that shares another slot's plan shares its failure reason too.
+      if (!ran && res.reason[slot].empty())
+        for (int other = 0; other < 3; ++other)
+          if (p.plan_of[other] == p.plan_of[slot] && !res.reason[other].empty())
+            res.reason[slot] = res.reason[other];
+    }
+    const NoiseDecision d = DecideThreeWay(p.rounds, p.plan_of, order);
+    res.chosen = d.chosen;
+    res.decision = d.text;
+    if (std::isfinite(d.margin)) res.margin = d.margin;
+    res.rounds = static_cast<int>(p.rounds.size());
+  }
+  return out;
+}
+
+std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
+                                          const std::vector<TuneRegion>& regions,
+                                          const MeasurementPlan& plan,
+                                          const std::vector<std::optional<Plan>>& tuned,
+                                          JobRunner& runner) {
+  const Graph& g = policy.graph();
+  std::vector<ThreeWay> ways;
+  for (size_t i = 0; i < plan.regions.size(); ++i) {
+    const RegionSearch& rs = plan.regions[i];
+    ThreeWay way;
+    way.graph = &rs.sub.graph;
+    if (tuned[i]) way.plans[kTuned] = rs.sub.PlanToSub(*tuned[i]);
+    way.plans[kGreedy] = WithBestSchedules(g, rs.greedy, plan.groups, &rs.sub);
+    way.plans[kUnfused] = WithBestSchedules(g, UnfusedPlan(rs.sub.graph), plan.groups, &rs.sub);
+    ways.push_back(std::move(way));
+  }
+  const std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
+  std::vector<RegionWinner> out;
+  for (size_t i = 0; i < plan.regions.size(); ++i) {
+    const RegionSearch& rs = plan.regions[i];
+    const TuneRegion& tr = regions[rs.region];
+    const ThreeWayResult& res = results[i];
+    if (res.chosen < 0) {
+      std::string reasons;
+      for (int slot = 0; slot < 3; ++slot)
+        if (ways[i].plans[slot])
+          reasons += fmt::format("\n  {}: {}", kSlotNames[slot], res.reason[slot]);
+      throw std::runtime_error(fmt::format("region {} ({}) could not be run under any plan:{}",
+                                           tr.signature, fmt::join(OpsOf(g, tr.region.nodes), ", "),
+                                           reasons));
+    }
+    RegionWinner w;
+    w.region = rs.region;
+    w.chosen = res.chosen;
+    w.plan = rs.sub.PlanToOriginal(*ways[i].plans[res.chosen]);
+    std::copy(std::begin(res.us), std::end(res.us), std::begin(w.us));
+    w.max_abs_error = res.max_abs_error[res.chosen];
+    w.decision = res.decision;
+    w.margin = res.margin;
+    w.rounds = res.rounds;
+    spdlog::debug("region {} validated in {} rounds: tuned {}, greedy {}, unfused {}: {}; plan {}",
+                  tr.signature, res.rounds, Us(res.us[kTuned]), Us(res.us[kGreedy]),
+                  Us(res.us[kUnfused]), res.decision, PlanText(g, w.plan.groups));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace fusetune

@@ -1,0 +1,110 @@
+#pragma once
+// Stage: validation. A plan chosen from per-group figures is timed as a whole against TVM's greedy
+// plan and the unfused plan, in paired, interleaved rounds: each round is one job that times every
+// distinct plan of the region back to back, in an order rotated per round, so a burst of load on a
+// shared machine hits one round, not one plan. The decision (DecideThreeWay) keeps the simplest
+// plan unless a faster one wins beyond the measured noise in a sign test over the rounds:
+//   simplicity: greedy (the plan a rules-only compiler gives) < unfused (no fusion decision at
+//   all) < tuned (a searched plan). A challenger replaces the plan kept so far only when it is
+//   faster by more than the noise floor in enough rounds that the sign test's one-sided p <= 0.05
+//   (5 of 5, 7 of 8, 8 of 9 rounds).
+// The noise floor of one round is the larger of kNoiseFloor and twice the combined standard error
+// of the two medians (from each timing's stddev and repeat count). Validation runs kMinRounds
+// rounds, then one more at a time while a comparison is undecided (could still become a win), up to
+// kMaxRounds: two identical plans stop after 3 rounds, a plan truly faster wins after 5, and one
+// disturbed round costs a few more rounds instead of a wrong decision.
+#include <array>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "server/job_runner.h"
+#include "server/measurement_planning.h"
+#include "server/noise.h"
+#include "server/region_formation.h"
+#include "server/request_policy.h"
+
+namespace fusetune {
+
+enum Slot { kTuned = 0, kGreedy = 1, kUnfused = 2 };
+inline constexpr const char* kSlotNames[3] = {"tuned", "greedy", "unfused"};
+// Which plan is kept when none wins beyond noise, then which is preferred next.
+using SlotOrder = std::array<int, 3>;
+inline constexpr SlotOrder kSimplestFirst = {kGreedy, kUnfused, kTuned};
+// For re-validating a stored plan (cache verify): the stored plan, in the tuned slot, is kept
+// unless a baseline beats it beyond noise.
+inline constexpr SlotOrder kIncumbentFirst = {kTuned, kGreedy, kUnfused};
+inline constexpr int kMinRounds = 3;
+inline constexpr int kMaxRounds = 9;
+inline constexpr double kSignTestAlpha = 0.05;
+
+// One round's figures of the three slots; infinity when the slot has no plan or its plan failed.
+struct RoundFigures {
+  double us[3] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+                  std::numeric_limits<double>::infinity()};
+  double rel_error[3] = {0, 0, 0};  // standard error of the median / median, per slot
+};
+
+struct NoiseDecision {
+  int chosen = -1;      // the kept slot; -1 when no slot ran in every round
+  bool settled = true;  // false: another round could still change the decision
+  double margin = std::numeric_limits<double>::quiet_NaN();  // chosen / runner-up (median ratio)
+  std::string text;  // e.g. "tuned 1.02x vs greedy, within noise: greedy kept"
+};
+
+// The pure rule over `rounds`. same_plan[slot] is the index of the slot's distinct plan (slots
+// with one plan share figures and are one candidate, named by its simplest slot), -1 = no plan.
+NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int same_plan[3],
+                             const SlotOrder& order = kSimplestFirst, int max_rounds = kMaxRounds);
+
+// The one-sided sign-test p-value of `wins` or more wins in `n` fair coin flips.
+double SignTestP(int wins, int n);
+
+// The three plans of one graph (a region or the whole), to be timed together.
+struct ThreeWay {
+  const Graph* graph = nullptr;
+  std::optional<Plan> plans[3];
+};
+
+struct ThreeWayResult {
+  double us[3] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+                  std::numeric_limits<double>::infinity()};  // median over the rounds
+  double max_abs_error[3] = {0, 0, 0};
+  std::string reason[3];  // why a plan could not run
+  int chosen = -1;        // the winner's slot; -1 when none ran
+  std::string decision;   // NoiseDecision::text
+  std::optional<double> margin;
+  int rounds = 0;
+};
+
+// Times the plans of every ThreeWay in paired rounds (see above), as the progress phase `phase`,
+// and decides each. A plan equal to another of its graph (the tuned plan is often the greedy one)
+// is timed once and shares its figures.
+std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, JobRunner& runner,
+                                          const std::string& phase,
+                                          const SlotOrder& order = kSimplestFirst);
+
+// The validated winner of one searched region.
+struct RegionWinner {
+  size_t region = 0;  // index into the regions (a representative)
+  int chosen = -1;    // the winner's slot
+  Plan plan;          // the winner, in the graph's ids
+  double us[3] = {0, 0, 0};
+  double max_abs_error = 0;  // the winner's, against the reference interpreter
+  std::string decision;
+  std::optional<double> margin;
+  int rounds = 0;
+};
+
+// Per entry of plan.regions, with `tuned` from plan choice (server/plan_choice.h). Throws when a
+// region cannot run under any of the three plans.
+std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
+                                          const std::vector<TuneRegion>& regions,
+                                          const MeasurementPlan& plan,
+                                          const std::vector<std::optional<Plan>>& tuned,
+                                          JobRunner& runner);
+
+}  // namespace fusetune
