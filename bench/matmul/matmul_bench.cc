@@ -2,9 +2,15 @@
 // (round-robin repeats, medians; see timing.h). Every kernel is compiled from a Relay graph
 // through CompileGroup, the path the worker uses.
 //
-//   matmul_bench [--sweep] [peak] [bmm] [seed] [dense] [compile] [asm]   (no section: all but asm,
-//   asm-dense)
+//   matmul_bench [--sweep] [--openblas-coretype NAME] [peak] [gemm] [bmm] [seed] [dense] [compile]
+//                [asm] [asm-dense]   (no section: all but asm, asm-dense)
 //
+// gemm     the BERT layer's GEMM shapes (its four denses, both batch_matmuls) and square 512 /
+//          1024 at 1 and 2 threads: GFLOP/s and % of the FMA peak measured in the same rounds,
+//          beside OpenBLAS (dlopen'd with OPENBLAS_CORETYPE=SkylakeX, OpenBLAS 0.3.21's best
+//          kernels for an AVX-512 CPU it does not know; --openblas-coretype '' keeps the
+//          environment's) and oneDNN sgemm.
+//          --sweep: also the best schedule of MatmulScheduleSpace per shape.
 // bmm      batch_matmul [12,S,64]·[12,S,64]ᵀ, S = 128, 256, 512, B packing inside the timed call:
 //          1 thread vs oneDNN at 1 thread; 2 threads vs the better of oneDNN at 2 threads and two
 //          1-thread oneDNN calls splitting the batch (an OpenMP region of 2). --sweep: every
@@ -14,9 +20,9 @@
 // dense    nn.dense [128,768]·[3072,768]ᵀ + bias + tanh-GELU fused, vs our unfused plan (11
 //          kernels), our dense alone, and oneDNN sgemm + a plain C++ epilogue loop (one pass,
 //          std::tanh); numpy's epilogue alone is timed in a subprocess when python3-numpy exists.
-// peak     the core's FMA peak (a microbenchmark), to read the figures against
+// peak     the core's FMA peak: a JIT kernel of independent FMA chains (worker/codegen/fma_peak.h)
+//          at 1 and 2 threads, several chain counts, and a C++ intrinsics cross-check
 // compile  lowering / O3 / codegen times of the benchmark kernels (median of 5).
-// Peers: run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (BENCHMARKS.md, "Matmul").
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,8 +35,10 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <immintrin.h>
 
+#include "bench/matmul/efficiency.h"
+#include "bench/matmul/openblas.h"
+#include "bench/matmul/plan_runner.h"
 #include "bench/matmul/timing.h"
 #include "ir/fusion.h"
 #include "ir/interpreter.h"
@@ -49,65 +57,7 @@
 namespace fusetune::bench {
 namespace {
 
-using codegen::CompiledKernel;
 using codegen::Jit;
-
-void SetOurThreads(int t) { runtime::SetNumThreads(t); }
-
-// A graph with a tensor for every value and a sequence of compiled groups over them.
-class PlanRunner {
- public:
-  explicit PlanRunner(const std::string& text) : graph_(ParseRelay(text, "bench.relay")) {
-    std::vector<Tensor> inputs = RandomInputs(graph_, 7);
-    values_.resize(graph_.values().size());
-    for (size_t i = 0; i < graph_.params().size(); ++i) values_[graph_.params()[i]] = inputs[i];
-    for (size_t v = 0; v < values_.size(); ++v) {
-      const auto& value = graph_.values()[v];
-      if (value.kind == ValueKind::kConst) values_[v] = *value.data;
-      if (value.kind == ValueKind::kNode) values_[v] = Tensor(value.type);
-    }
-  }
-  const Graph& graph() const { return graph_; }
-  Tensor& value(const std::string& name) { return values_[*graph_.FindByName(name)]; }
-
-  FusedGroup Group(const std::vector<std::string>& names) const {
-    std::vector<ValueId> ids;
-    for (const std::string& n : names) ids.push_back(*graph_.FindByName(n));
-    std::string why;
-    auto g = AnalyzeGroup(graph_, ids, &why);
-    if (!g) throw std::runtime_error("not a group: " + why);
-    return *g;
-  }
-
-  // Adds a kernel for the group to the sequence; returns its compile times.
-  codegen::CompileTimes Add(Jit& jit, const std::vector<std::string>& names, int threads,
-                            const Schedule& s = {}) {
-    FusedGroup g = Group(names);
-    codegen::CompileOptions options;
-    options.threads = threads;
-    kernels_.push_back(codegen::CompileGroup(graph_, g, s, jit, options));
-    std::vector<void*> buffers;
-    for (ValueId v : g.inputs) buffers.push_back(values_[v].data());
-    for (ValueId v : g.outputs) buffers.push_back(values_[v].data());
-    buffers_.push_back(std::move(buffers));
-    return kernels_.back()->times();
-  }
-  void Run() {
-    for (size_t i = 0; i < kernels_.size(); ++i) kernels_[i]->Run(buffers_[i].data());
-  }
-
- private:
-  Graph graph_;
-  std::vector<Tensor> values_;
-  std::vector<std::unique_ptr<CompiledKernel>> kernels_;
-  std::vector<std::vector<void*>> buffers_;
-};
-
-std::string T(std::vector<int64_t> shape) {
-  std::string s = "Tensor[(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",), float32]" : "), float32]");
-}
 
 std::string BmmText(int64_t s) {
   return fmt::format("fn (%x: {}, %y: {}) {{ nn.batch_matmul(%x, %y) }}", T({12, s, 64}),
@@ -133,8 +83,6 @@ std::string DenseGeluText() {
 }
 const std::vector<std::string> kGeluNodes{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"};
 
-double Gflops(double flops, double us) { return flops / us / 1e3; }
-
 void Print(const std::vector<Candidate>& cands, double flops) {
   for (const Candidate& c : cands) {
     if (flops > 0) {
@@ -144,10 +92,6 @@ void Print(const std::vector<Candidate>& cands, double flops) {
       std::printf("  %-58s %10.1f us\n", c.name.c_str(), c.median_us);
     }
   }
-}
-
-Candidate Ours(const std::string& name, int threads, PlanRunner* plan) {
-  return {name, [threads] { SetOurThreads(threads); }, [plan] { plan->Run(); }};
 }
 
 void BenchBmm(Jit& jit, bool sweep) {
@@ -243,7 +187,7 @@ void BenchSeed(Jit& jit, bool sweep) {
 
 // numpy's time for the bias + tanh-GELU epilogue on [128, 3072] (out= forms, no temporaries), in
 // microseconds, or a negative number when python3-numpy is missing.
-double NumpyEpilogueUs() {
+[[maybe_unused]] double NumpyEpilogueUs() {
   const char* script =
       "import numpy as np, timeit\n"
       "x = np.random.rand(128, 3072).astype(np.float32); b = "
@@ -327,39 +271,6 @@ void BenchDense(Jit& jit) {
   }
 }
 
-// The core's FMA peak: 16 independent <16 x float> FMA chains (enough to cover FMA latency on
-// two ports), so matmul figures can be read as a fraction of what the core can do.
-__attribute__((target("avx512f"))) float FmaChains(int64_t iters) {
-  __m512 acc[16];
-  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(i * 0.001f);
-  const __m512 scale = _mm512_set1_ps(0.9999f), add = _mm512_set1_ps(0.0001f);
-  for (int64_t it = 0; it < iters; ++it) {
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], scale, add);
-  }
-  __m512 sum = acc[0];
-  for (int i = 1; i < 16; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  float total = 0;
-  for (float x : lanes) total += x;
-  return total;
-}
-
-void BenchPeak() {
-  if (!__builtin_cpu_supports("avx512f")) return;
-  const int64_t iters = 20000000;
-  double best = 0;
-  for (int r = 0; r < 5; ++r) {
-    double t0 = NowUs();
-    volatile float sink = FmaChains(iters);
-    (void)sink;
-    best = std::max(best, iters * 16.0 * 32.0 / (NowUs() - t0) / 1e3);
-  }
-  std::printf("\n== FMA peak of one core (16 chains of <16 x float> FMA) ==\n  %.1f GFLOP/s\n",
-              best);
-}
-
 void BenchCompile(Jit& jit) {
   std::printf("\n== compile time (lowering + O3 + codegen, median of 5) ==\n");
   struct Item {
@@ -399,17 +310,18 @@ void PrintAssembly(Jit& jit, bool dense) {
 int main(int argc, char** argv) {
   using namespace fusetune::bench;
   bool sweep = false;
+  std::string coretype = "SkylakeX";
   std::set<std::string> sections;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sweep") == 0) {
       sweep = true;
+    } else if (std::strcmp(argv[i], "--openblas-coretype") == 0 && i + 1 < argc) {
+      coretype = argv[++i];
     } else {
       sections.insert(argv[i]);
     }
   }
   auto want = [&](const char* s) { return sections.empty() || sections.count(s); };
-  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("OPENBLAS_L2_SIZE"))
-    std::printf("note: OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set; unset them for peer runs\n");
   // Start the pool's worker before any timed call (see tests/matmul: a worker that starts after the
   // first job is posted can miss it).
   fusetune::runtime::SetNumThreads(2);
@@ -419,7 +331,14 @@ int main(int argc, char** argv) {
   std::printf("target: %s\n", jit.target().Fingerprint().c_str());
   if (sections.count("asm")) PrintAssembly(jit, false);
   if (sections.count("asm-dense")) PrintAssembly(jit, true);
-  if (want("peak")) BenchPeak();
+  if (want("peak")) BenchPeak(jit);
+  if (want("gemm")) {
+    // OpenBLAS 0.3.21 picks SkylakeX's AVX-512 kernels only when told (openblas.h).
+    OpenBlas blas(coretype);
+    if (blas.available())
+      std::printf("OpenBLAS: core %s, %s\n", blas.core().c_str(), blas.config().c_str());
+    BenchEfficiency(jit, blas, sweep);
+  }
   if (want("bmm")) BenchBmm(jit, sweep);
   if (want("seed")) BenchSeed(jit, sweep);
   if (want("dense")) BenchDense(jit);

@@ -1,0 +1,263 @@
+#include "bench/matmul/efficiency.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/matmul/plan_runner.h"
+#include "bench/matmul/timing.h"
+#include "ir/matmul_schedule.h"
+#include "worker/codegen/fma_peak.h"
+#include "worker/codegen/runtime/thread_pool.h"
+#include "worker/codegen/templates/matmul.h"
+
+#ifdef FUSETUNE_HAVE_DNNL
+#include <dnnl.h>
+#include <omp.h>
+#endif
+
+namespace fusetune::bench {
+namespace {
+
+// About a millisecond of FMAs per thread and call (16 chains: 8 cycles per iteration).
+constexpr int64_t kPeakIters = 400000;
+
+// The peak kernel on `threads` threads of fusetune's pool, one range of kPeakIters each: the
+// pool the matmul kernels run on, so a busy second core lowers both alike.
+struct PeakRun {
+  const codegen::FmaPeakKernel* kernel;
+  int threads;
+  volatile float sink = 0;
+
+  static void Range(void* ctx, int64_t begin, int64_t end) {
+    auto* self = static_cast<PeakRun*>(ctx);
+    for (int64_t i = begin; i < end; ++i) self->sink = self->kernel->Run(kPeakIters);
+  }
+  void Call() {
+    if (threads == 1) {
+      sink = kernel->Run(kPeakIters);
+    } else {
+      fusetune_parallel_for(threads, &PeakRun::Range, this);
+    }
+  }
+  double Flops() const { return threads * kPeakIters * kernel->FlopsPerIter(); }
+};
+
+Candidate PeakCandidate(PeakRun* run) {
+  return {fmt::format("FMA peak {}t ({} chains)", run->threads, run->kernel->chains()),
+          [t = run->threads] { runtime::SetNumThreads(t); }, [run] { run->Call(); }};
+}
+
+// The cross-check: 16 chains of <16 x float> FMA from C++ intrinsics (GCC, not our JIT).
+__attribute__((target("avx512f"))) float IntrinsicChains(int64_t iters) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(i * 0.001f);
+  const __m512 scale = _mm512_set1_ps(0.9999f), add = _mm512_set1_ps(0.0001f);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], scale, add);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < 16; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+// The chain count that runs fastest here (8 hides a 4-cycle latency on 2 pipes; more is free
+// as long as the chains fit the registers).
+std::unique_ptr<codegen::FmaPeakKernel> FastestPeak(codegen::Jit& jit) {
+  std::vector<std::unique_ptr<codegen::FmaPeakKernel>> kernels;
+  std::vector<std::unique_ptr<PeakRun>> runs;
+  std::vector<Candidate> cands;
+  for (int chains : {8, 12, 16, 24}) {
+    kernels.push_back(codegen::CompileFmaPeak(jit, chains));
+    runs.push_back(std::make_unique<PeakRun>(PeakRun{kernels.back().get(), 1}));
+    cands.push_back(PeakCandidate(runs.back().get()));
+  }
+  Compare(cands, 5, 20);
+  size_t best = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (runs[i]->Flops() / cands[i].median_us > runs[best]->Flops() / cands[best].median_us)
+      best = i;
+  }
+  return std::move(kernels[best]);
+}
+
+// One GEMM-shaped problem: a Relay graph whose node "0" is the product, and the peers' calls.
+struct Shape {
+  std::string name;
+  int64_t batch, m, k, n;
+  bool transpose_b;  // B stored [n, k] (nn.dense's weight, Q·Kᵀ), else [k, n] (scores·V)
+
+  double Flops() const { return 2.0 * batch * m * k * n; }
+  std::string Relay() const {
+    if (batch == 1 && transpose_b)
+      return fmt::format("fn (%x: {}, %y: {}) {{ nn.dense(%x, %y) }}", T({m, k}), T({n, k}));
+    return fmt::format("fn (%x: {}, %y: {}) {{ nn.batch_matmul(%x, %y, transpose_b={}) }}",
+                       T({batch, m, k}), transpose_b ? T({batch, n, k}) : T({batch, k, n}),
+                       transpose_b ? "True" : "False");
+  }
+};
+
+const std::vector<Shape>& Shapes() {
+  static const std::vector<Shape> shapes{
+      {"dense 128x768x2304 (QKV)", 1, 128, 768, 2304, true},
+      {"dense 128x768x768 (out proj)", 1, 128, 768, 768, true},
+      {"dense 128x768x3072 (FFN 1)", 1, 128, 768, 3072, true},
+      {"dense 128x3072x768 (FFN 2)", 1, 128, 3072, 768, true},
+      {"bmm 12x128x64x128 (Q.K^T)", 12, 128, 64, 128, true},
+      {"bmm 12x128x128x64 (P.V)", 12, 128, 128, 64, false},
+      {"dense 512x512x512", 1, 512, 512, 512, true},
+      {"dense 1024x1024x1024", 1, 1024, 1024, 1024, true},
+  };
+  return shapes;
+}
+
+struct Row {
+  std::string shape;
+  double peak = 0, ours = 0, best_space = 0, openblas = 0, onednn = 0;
+  std::string best_schedule;
+};
+
+void PrintRows(int threads, const std::vector<Row>& rows, bool sweep) {
+  std::printf("\n%d thread(s): GFLOP/s (%% of the FMA peak of the same rounds)\n", threads);
+  std::printf("  %-30s %7s %15s", "shape", "peak", "ours default");
+  if (sweep) std::printf(" %15s", "ours best");
+  std::printf(" %15s %15s %12s\n", "OpenBLAS", "oneDNN", "ours/best peer");
+  auto cell = [](double g, double peak) {
+    if (g <= 0) return fmt::format("{:>15}", "-");
+    return fmt::format("{:7.1f} ({:4.1f}%)", g, 100 * g / peak);
+  };
+  double log_ours = 0, log_best = 0;
+  for (const Row& r : rows) {
+    double peer = std::max(r.openblas, r.onednn);
+    std::printf("  %-30s %7.1f %s", r.shape.c_str(), r.peak, cell(r.ours, r.peak).c_str());
+    if (sweep) std::printf(" %s", cell(r.best_space, r.peak).c_str());
+    std::printf(" %s %s %12s\n", cell(r.openblas, r.peak).c_str(), cell(r.onednn, r.peak).c_str(),
+                peer > 0 ? fmt::format("{:.2f}", r.ours / peer).c_str() : "-");
+    log_ours += std::log(r.ours / r.peak);
+    log_best += std::log(std::max(r.ours, r.best_space) / r.peak);
+  }
+  std::printf("  geomean %% of peak: default %.1f%%", 100 * std::exp(log_ours / rows.size()));
+  if (sweep) std::printf(", best of the space %.1f%%", 100 * std::exp(log_best / rows.size()));
+  std::printf("\n");
+  if (sweep) {
+    for (const Row& r : rows)
+      std::printf("  best schedule, %-30s %s\n", r.shape.c_str(), r.best_schedule.c_str());
+  }
+}
+
+}  // namespace
+
+void BenchPeak(codegen::Jit& jit) {
+  std::printf("\n== FMA peak (JIT kernel, worker/codegen/fma_peak.h; <%d x float> FMA chains) ==\n",
+              jit.target().vector_floats());
+  std::vector<std::unique_ptr<codegen::FmaPeakKernel>> kernels;
+  std::vector<std::unique_ptr<PeakRun>> runs;
+  std::vector<Candidate> cands;
+  for (int t : {1, 2}) {
+    for (int chains : {8, 12, 16, 24}) {
+      kernels.push_back(codegen::CompileFmaPeak(jit, chains));
+      runs.push_back(std::make_unique<PeakRun>(PeakRun{kernels.back().get(), t}));
+      cands.push_back(PeakCandidate(runs.back().get()));
+    }
+  }
+  if (__builtin_cpu_supports("avx512f")) {
+    cands.push_back({"C++ intrinsics 1t (16 chains, GCC)", [] { runtime::SetNumThreads(1); },
+                     [] {
+                       volatile float sink = IntrinsicChains(kPeakIters);
+                       (void)sink;
+                     }});
+  }
+  Compare(cands, 7, 20);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    double flops = i < runs.size() ? runs[i]->Flops() : kPeakIters * 16.0 * 32.0;
+    std::printf("  %-40s %7.1f GFLOP/s\n", cands[i].name.c_str(),
+                Gflops(flops, cands[i].median_us));
+  }
+}
+
+void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, bool sweep) {
+  std::printf(
+      "\n== GEMM efficiency: ours vs the core's FMA peak (same rounds), OpenBLAS %s, oneDNN ==\n",
+      blas.available() ? blas.core().c_str() : "(not found)");
+  auto peak_kernel = FastestPeak(jit);
+  for (int t : {1, 2}) {
+    std::vector<Row> rows;
+    for (const Shape& shape : Shapes()) {
+      PeakRun peak{peak_kernel.get(), t};
+      std::vector<std::unique_ptr<PlanRunner>> plans;
+      plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
+      plans.back()->Add(jit, {"0"}, t);
+      std::vector<Candidate> cands{PeakCandidate(&peak), Ours("ours default", t, plans[0].get())};
+      PlanRunner& p = *plans[0];
+      const float *x = p.value("x").as<float>(), *y = p.value("y").as<float>();
+      float* out = p.value("0").as<float>();
+      const int64_t b = shape.batch, m = shape.m, n = shape.n, k = shape.k;
+      const bool nt = shape.transpose_b;
+      int openblas_at = -1, onednn_at = -1;
+      if (blas.available()) {
+        openblas_at = static_cast<int>(cands.size());
+        cands.push_back({"openblas", [&blas, t] { blas.SetThreads(t); },
+                         [=, &blas] {
+                           for (int64_t i = 0; i < b; ++i) {
+                             const float *a = x + i * m * k, *w = y + i * n * k;
+                             if (nt) {
+                               blas.SgemmNT(m, n, k, a, w, out + i * m * n);
+                             } else {
+                               blas.SgemmNN(m, n, k, a, w, out + i * m * n);
+                             }
+                           }
+                         }});
+      }
+#ifdef FUSETUNE_HAVE_DNNL
+      onednn_at = static_cast<int>(cands.size());
+      cands.push_back({"onednn", [t] { omp_set_num_threads(t); },
+                       [=] {
+                         for (int64_t i = 0; i < b; ++i)
+                           dnnl_sgemm('N', nt ? 'T' : 'N', m, n, k, 1.0f, x + i * m * k, k,
+                                      y + i * n * k, nt ? k : n, 0.0f, out + i * m * n, n);
+                       }});
+#endif
+      const size_t space_at = cands.size();
+      std::vector<std::string> names;
+      if (sweep) {
+        auto layout = codegen::GroupMatmulLayout(p.graph(), p.Group({"0"}));
+        for (const Schedule& s : MatmulScheduleSpace(layout, t)) {
+          plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
+          plans.back()->Add(jit, {"0"}, t, s);
+          cands.push_back(Ours(s.ToString(), t, plans.back().get()));
+        }
+      }
+      Compare(cands, sweep ? 5 : 9, sweep ? 15 : 30);
+      const double flops = shape.Flops();
+      Row row;
+      row.shape = shape.name;
+      row.peak = Gflops(peak.Flops(), cands[0].median_us);
+      row.ours = Gflops(flops, cands[1].median_us);
+      if (openblas_at >= 0) row.openblas = Gflops(flops, cands[openblas_at].median_us);
+      if (onednn_at >= 0) row.onednn = Gflops(flops, cands[onednn_at].median_us);
+      for (size_t i = space_at; i < cands.size(); ++i) {
+        double g = Gflops(flops, cands[i].median_us);
+        if (g > row.best_space) {
+          row.best_space = g;
+          row.best_schedule = cands[i].name;
+        }
+      }
+      rows.push_back(row);
+    }
+    PrintRows(t, rows, sweep);
+  }
+}
+
+}  // namespace fusetune::bench
