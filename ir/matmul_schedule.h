@@ -10,6 +10,8 @@
 //   ku      k steps emitted per iteration of the micro-kernel loop
 //   loop    0: m tiles outer, n panels inner (A tile stays in L1); 1: n panels outer (B panel in
 //   L1)
+//   pf      software prefetch of the packed B panel, pf k rows ahead of the one being used (one
+//           prefetcht0 per 64-byte line); 0: none (spelled only when set)
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +26,7 @@ struct MatmulTiling {
   int nr = 32;
   int ku = 4;
   int loop = 0;
+  int pf = 0;
   int64_t kc = 0;
   int64_t mc = 0;
   int64_t nc = 0;

@@ -153,7 +153,8 @@ void PrintRows(int threads, const std::vector<Row>& rows, bool sweep) {
   std::printf("\n");
   if (sweep) {
     for (const Row& r : rows)
-      std::printf("  best schedule, %-30s %s\n", r.shape.c_str(), r.best_schedule.c_str());
+      std::printf("  best schedule, %-30s %s (%.1f%%)\n", r.shape.c_str(), r.best_schedule.c_str(),
+                  100 * r.best_space / r.peak);
   }
 }
 
@@ -187,14 +188,16 @@ void BenchPeak(codegen::Jit& jit) {
   }
 }
 
-void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, bool sweep) {
+void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions& options) {
+  const bool sweep = options.sweep || !options.extra.empty();
   std::printf(
       "\n== GEMM efficiency: ours vs the core's FMA peak (same rounds), OpenBLAS %s, oneDNN ==\n",
       blas.available() ? blas.core().c_str() : "(not found)");
   auto peak_kernel = FastestPeak(jit);
-  for (int t : {1, 2}) {
+  for (int t : options.threads) {
     std::vector<Row> rows;
     for (const Shape& shape : Shapes()) {
+      if (shape.name.find(options.only) == std::string::npos) continue;
       PeakRun peak{peak_kernel.get(), t};
       std::vector<std::unique_ptr<PlanRunner>> plans;
       plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
@@ -233,7 +236,11 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, bool sweep) {
       std::vector<std::string> names;
       if (sweep) {
         auto layout = codegen::GroupMatmulLayout(p.graph(), p.Group({"0"}));
-        for (const Schedule& s : MatmulScheduleSpace(layout, t)) {
+        std::vector<Schedule> schedules = options.extra;
+        if (options.sweep) {
+          for (const Schedule& s : MatmulScheduleSpace(layout, t)) schedules.push_back(s);
+        }
+        for (const Schedule& s : schedules) {
           plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
           plans.back()->Add(jit, {"0"}, t, s);
           cands.push_back(Ours(s.ToString(), t, plans.back().get()));
@@ -256,6 +263,7 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, bool sweep) {
       }
       rows.push_back(row);
     }
+    if (rows.empty()) continue;
     PrintRows(t, rows, sweep);
   }
 }

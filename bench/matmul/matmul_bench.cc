@@ -3,14 +3,17 @@
 // through CompileGroup, the path the worker uses.
 //
 //   matmul_bench [--sweep] [--openblas-coretype NAME] [peak] [gemm] [bmm] [seed] [dense] [compile]
-//                [asm] [asm-dense]   (no section: all but asm, asm-dense)
+//                [--only SHAPE] [--threads N] [--schedule k=v,k=v ...] [asm] [asm-dense]
+//                (no section: all but asm, asm-dense)
 //
 // gemm     the BERT layer's GEMM shapes (its four denses, both batch_matmuls) and square 512 /
 //          1024 at 1 and 2 threads: GFLOP/s and % of the FMA peak measured in the same rounds,
 //          beside OpenBLAS (dlopen'd with OPENBLAS_CORETYPE=SkylakeX, OpenBLAS 0.3.21's best
 //          kernels for an AVX-512 CPU it does not know; --openblas-coretype '' keeps the
 //          environment's) and oneDNN sgemm.
-//          --sweep: also the best schedule of MatmulScheduleSpace per shape.
+//          --sweep: also the best schedule of MatmulScheduleSpace per shape; --schedule
+//          (repeatable): also these; --only: shapes whose name contains SHAPE; --threads: one
+//          thread count.
 // bmm      batch_matmul [12,S,64]·[12,S,64]ᵀ, S = 128, 256, 512, B packing inside the timed call:
 //          1 thread vs oneDNN at 1 thread; 2 threads vs the better of oneDNN at 2 threads and two
 //          1-thread oneDNN calls splitting the batch (an OpenMP region of 2). --sweep: every
@@ -311,12 +314,19 @@ int main(int argc, char** argv) {
   using namespace fusetune::bench;
   bool sweep = false;
   std::string coretype = "SkylakeX";
+  GemmOptions gemm;
   std::set<std::string> sections;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sweep") == 0) {
       sweep = true;
     } else if (std::strcmp(argv[i], "--openblas-coretype") == 0 && i + 1 < argc) {
       coretype = argv[++i];
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      gemm.only = argv[++i];
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      gemm.threads = {std::atoi(argv[++i])};
+    } else if (std::strcmp(argv[i], "--schedule") == 0 && i + 1 < argc) {
+      gemm.extra.push_back(fusetune::Schedule::Parse(argv[++i]));
     } else {
       sections.insert(argv[i]);
     }
@@ -337,7 +347,8 @@ int main(int argc, char** argv) {
     OpenBlas blas(coretype);
     if (blas.available())
       std::printf("OpenBLAS: core %s, %s\n", blas.core().c_str(), blas.config().c_str());
-    BenchEfficiency(jit, blas, sweep);
+    gemm.sweep = sweep;
+    BenchEfficiency(jit, blas, gemm);
   }
   if (want("bmm")) BenchBmm(jit, sweep);
   if (want("seed")) BenchSeed(jit, sweep);

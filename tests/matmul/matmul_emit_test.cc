@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "ir/error.h"
 #include "ir/matmul_schedule.h"
 #include "worker/codegen/jit.h"
 #include "worker/codegen/kernel_abi.h"
@@ -127,6 +128,43 @@ TEST(MatmulEmit, EveryScheduleOfTheSpace) {
       }
     }
   }
+}
+
+TEST(MatmulEmit, PrefetchKnobOddSizesKBlocksAndThreads) {
+  for (MatmulLayout l :
+       {Layout(2, 37, 70, 300, false, true), Layout(1, 13, 129, 65, true, false)}) {
+    for (auto [mr, nr, kc, pf] : {std::tuple{4, 64, 0, 1},
+                                  {8, 32, 100, 8},
+                                  {12, 32, 0, 64},
+                                  {6, 64, 64, 16},
+                                  {1, 16, 0, 3}}) {
+      Schedule s;
+      s.Set("mr", mr);
+      s.Set("nr", nr);
+      s.Set("pf", pf);
+      if (kc > 0) s.Set("kc", kc);
+      for (int threads : {1, 2})
+        EXPECT_LT(RunAndCompare(l, s, threads), 1e-6) << s.ToString() << " threads=" << threads;
+    }
+  }
+}
+
+TEST(MatmulSchedule, PrefetchKnobIsResolvedSpelledAndChecked) {
+  MatmulLayout l = Layout(1, 128, 768, 768, false, true);
+  EXPECT_EQ(ResolveMatmulTiling(l, {}, 1).pf, 0);
+  EXPECT_EQ(ResolveMatmulTiling(l, Schedule::Parse("pf=16"), 1).pf, 16);
+  // Spelled by the space only when set: schedules recorded before the knob keep their names.
+  for (const Schedule& s : MatmulScheduleSpace(l, 1)) {
+    if (s.Get("pf", 0) == 0) {
+      EXPECT_EQ(s.ToString().find("pf"), std::string::npos) << s.ToString();
+    }
+  }
+  // Adapting a schedule to other sizes keeps the prefetch distance.
+  Schedule tuned = Schedule::Parse("mr=8,nr=32,pf=12");
+  EXPECT_EQ(AdaptMatmulSchedule(l, tuned, Layout(1, 64, 3072, 768, false, true), 1).Get("pf", 0),
+            12);
+  EXPECT_THROW(ResolveMatmulTiling(l, Schedule::Parse("pf=65"), 1), UserError);
+  EXPECT_NO_THROW(ResolveMatmulTiling(l, Schedule::Parse("pf=0"), 1));
 }
 
 TEST(MatmulPack, BothLayoutsMatchTheDefinition) {

@@ -234,6 +234,16 @@ Function* Emitter::EmitTile(const TileShape& s) {
         bv[j] = b.CreateAlignedLoad(vec_, b.CreateConstInBoundsGEP1_64(f32_, brow, j * kLanes),
                                     llvm::Align(64));
       }
+      if (t_.pf > 0) {
+        // The B rows pf ahead, one prefetch per 64-byte line (past the panel's end a prefetch
+        // is a no-op: it never faults).
+        Value* ahead = b.CreateGEP(f32_, brow, I64(t_.pf * nr));
+        for (int64_t line = 0; line < nr; line += kLanes) {
+          b.CreateIntrinsic(
+              llvm::Intrinsic::prefetch, {ptr_},
+              {b.CreateGEP(f32_, ahead, I64(line)), b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+        }
+      }
       Value* acol = b.CreateInBoundsGEP(f32_, a, b.CreateMul(ku, I64(a_ks)));
       for (int i = 0; i < rows; ++i) {
         Value* av =
