@@ -261,6 +261,19 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
           row.best_schedule = cands[i].name;
         }
       }
+      if (sweep) {
+        // Every candidate, fastest first, for the record of what the space holds.
+        std::vector<size_t> order;
+        for (size_t i = 1; i < cands.size(); ++i) order.push_back(i);
+        std::sort(order.begin(), order.end(),
+                  [&](size_t a, size_t b) { return cands[a].median_us < cands[b].median_us; });
+        std::printf("  %dt %s:\n", t, shape.name.c_str());
+        for (size_t i : order) {
+          double g = Gflops(flops, cands[i].median_us);
+          std::printf("    %6.1f GFLOP/s %5.1f%%  %s\n", g, 100 * g / row.peak,
+                      cands[i].name.c_str());
+        }
+      }
       rows.push_back(row);
     }
     if (rows.empty()) continue;
