@@ -1,7 +1,7 @@
 #include "worker/codegen/templates/matmul_runtime.h"
 
-// GCC 12 reports its own _mm512_undefined_ps() (used inside the unpack/shuffle/broadcast intrinsics)
-// as (maybe-)uninitialized; the warning is about the header, not this code.
+// GCC 12 reports its own _mm512_undefined_ps() (used inside the unpack/shuffle/broadcast
+// intrinsics) as (maybe-)uninitialized; the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
