@@ -69,7 +69,8 @@ int ClampNr(int nr, const MatmulLayout& l) {
 }
 
 const std::set<std::string>& KnownKnobs() {
-  static const std::set<std::string> known{"mr", "nr", "kc", "mc", "nc", "ku", "loop", "l2", "pf"};
+  static const std::set<std::string> known{"mr", "nr",   "kc", "mc", "nc",
+                                           "ku", "loop", "l2", "pf", "pb"};
   return known;
 }
 
@@ -86,9 +87,9 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
     if (!KnownKnobs().count(key))
       throw UserError(
           fmt::format("matmul schedule: unknown knob '{}' (known: mr, nr, kc, mc, nc, "
-                      "ku, loop, l2, pf)",
+                      "ku, loop, l2, pf, pb)",
                       key));
-    if (value < 0 || (value == 0 && key != "loop" && key != "l2" && key != "pf"))
+    if (value < 0 || (value == 0 && key != "loop" && key != "l2" && key != "pf" && key != "pb"))
       throw UserError(fmt::format("matmul schedule: knob {}={} must be positive", key, value));
   }
   MatmulTiling t;
@@ -111,6 +112,8 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
   t.kc = std::min(s.Get("kc", DefaultKc(l.k)), l.k);
   if (s.Get("pf", 0) > 64) throw UserError("matmul schedule: pf (k rows ahead) must be at most 64");
   t.pf = static_cast<int>(s.Get("pf", 0));
+  if (s.Get("pb", 1) > 1) throw UserError("matmul schedule: pb must be 0 or 1");
+  t.pb = static_cast<int>(s.Get("pb", 1));
   if (s.Get("l2", 0) > 1) throw UserError("matmul schedule: l2 must be 0 or 1");
   DefaultBlocks(l, threads, s.Get("l2", 0) ? kL2Block : kL1Block, t);
   if (s.Get("mc", 0) > 0) t.mc = RoundUp(std::min(s.Get("mc", 0), l.m), t.mr);
@@ -127,8 +130,10 @@ static Schedule ToSchedule(const MatmulTiling& t) {
   s.Set("nc", t.nc);
   s.Set("ku", t.ku);
   s.Set("loop", t.loop);
-  // Spelled only when set, so the schedules recorded before the knob existed keep their names.
+  // Spelled only when not the default, so the schedules recorded before these knobs existed keep
+  // their names.
   if (t.pf > 0) s.Set("pf", t.pf);
+  if (t.pb == 0) s.Set("pb", 0);
   return s;  // "l2" only chose nc, which is spelled
 }
 
@@ -142,6 +147,7 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
   policy.Set("ku", was.ku);
   policy.Set("loop", was.loop);
   if (was.pf > 0) policy.Set("pf", was.pf);
+  if (was.pb == 0) policy.Set("pb", 0);
   if (was.kc != DefaultKc(from.k)) policy.Set("kc", was.kc);
   // Which budget chose the blocks: the L1 one, the L2 one, or neither (then keep their sizes).
   // When both give these blocks, the loop order decides, as MatmulScheduleSpace pairs them (n

@@ -149,6 +149,42 @@ TEST(MatmulEmit, PrefetchKnobOddSizesKBlocksAndThreads) {
   }
 }
 
+// pb streams the next task's B block from inside the tiles: on and off, both loop orders, m and
+// n tails, batches, several tasks per thread (small nc and mc), 1 and 2 threads.
+TEST(MatmulEmit, NextBlockPrefetchOnAndOff) {
+  for (MatmulLayout l : {Layout(3, 37, 70, 45, false, true), Layout(1, 13, 129, 65, false, true),
+                         Layout(2, 20, 50, 33, true, false)}) {
+    for (int pb : {0, 1}) {
+      for (int loop : {0, 1}) {
+        for (auto [mc, nc] : {std::pair{0, 0}, {8, 32}}) {
+          Schedule s;
+          s.Set("pb", pb);
+          s.Set("loop", loop);
+          s.Set("mr", 4);
+          s.Set("nr", 32);
+          if (mc > 0) s.Set("mc", mc);
+          if (nc > 0) s.Set("nc", nc);
+          for (int threads : {1, 2})
+            EXPECT_LT(RunAndCompare(l, s, threads), 1e-6) << s.ToString() << " threads=" << threads;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatmulSchedule, NextBlockPrefetchDefaultsOnAndIsSpelledOnlyOff) {
+  MatmulLayout l = Layout(1, 128, 768, 768, false, true);
+  EXPECT_EQ(ResolveMatmulTiling(l, {}, 1).pb, 1);
+  EXPECT_EQ(ResolveMatmulTiling(l, Schedule::Parse("pb=0"), 1).pb, 0);
+  for (const Schedule& s : MatmulScheduleSpace(l, 2)) {
+    EXPECT_EQ(s.ToString().find("pb"), std::string::npos) << s.ToString();
+  }
+  MatmulLayout to = Layout(1, 64, 3072, 768, false, true);
+  EXPECT_EQ(AdaptMatmulSchedule(l, Schedule::Parse("pb=0"), to, 1).Get("pb", 1), 0);
+  EXPECT_EQ(AdaptMatmulSchedule(l, Schedule::Parse("mr=8,nr=32"), to, 1).Get("pb", 1), 1);
+  EXPECT_THROW(ResolveMatmulTiling(l, Schedule::Parse("pb=2"), 1), UserError);
+}
+
 TEST(MatmulSchedule, PrefetchKnobIsResolvedSpelledAndChecked) {
   MatmulLayout l = Layout(1, 128, 768, 768, false, true);
   EXPECT_EQ(ResolveMatmulTiling(l, {}, 1).pf, 0);

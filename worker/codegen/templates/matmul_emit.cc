@@ -52,6 +52,10 @@ class Emitter {
     // A computed A is packed as [mc][kc]; A in memory is read where it lies.
     a_ms_ = d_.a.compute ? t_.kc : d_.a.row_stride;
     a_ks_ = d_.a.compute ? 1 : d_.a.k_stride;
+    // A B block (nc rows of n, all of K) is one contiguous range when B is [n][k] and packed in
+    // one k block: the tiles can stream the next one with one pointer.
+    prefetch_next_ = t_.pb && k_blocks_ == 1 && !d_.b.compute && d_.b.k_stride == 1 &&
+                     d_.b.row_stride == l_.k && t_.ku > 1;
     FT_CHECK(k_blocks_ == 1 || d_.acc_buffer >= 0,
              "matmul: k blocks need a float32 output for partial sums");
   }
@@ -87,6 +91,7 @@ class Emitter {
   llvm::FixedVectorType* vec_;
   int64_t k_blocks_ = 1;
   int64_t a_ms_ = 0, a_ks_ = 0;
+  bool prefetch_next_ = false;  // pb: B blocks are contiguous and the tiles stream the next one
   Function* epilogue_fn_ = nullptr;
   Function* epilogue_tile_fn_ = nullptr;  // set for heavy epilogues
 };
@@ -148,17 +153,18 @@ Value* Emitter::LaneMask(int lanes) {
   return llvm::ConstantVector::get(bits);
 }
 
-// tile(a, bp, kcount, first, last, row, n0, buffers). `a` points at A(b, m0, k0), `bp` at the
-// packed panel of this k block ([kcount][nr], 64-byte aligned).
+// tile(a, bp, kcount, first, last, row, n0, buffers, pfp). `pfp`: where the tile's share of the
+// next B block begins (pb knob), one line prefetched per k-loop iteration. `a` points at A(b, m0,
+// k0), `bp` at the packed panel of this k block ([kcount][nr], 64-byte aligned).
 Function* Emitter::EmitTile(const TileShape& s) {
   std::string name = d_.name + ".tile" + std::to_string(s.rows) + "x" + std::to_string(s.vectors) +
                      (s.last_lanes < kLanes ? "m" + std::to_string(s.last_lanes) : "");
   Function* f = NewFunction(name, Type::getVoidTy(ctx_),
-                            {ptr_, ptr_, i64_, i1_, i1_, i64_, i64_, ptr_}, true);
+                            {ptr_, ptr_, i64_, i1_, i1_, i64_, i64_, ptr_, ptr_}, true);
   f->addFnAttr(llvm::Attribute::NoInline);
   auto arg = [&](int i) { return f->getArg(i); };
   Value *a = arg(0), *bp = arg(1), *kcount = arg(2), *first = arg(3), *last = arg(4), *row = arg(5),
-        *n0 = arg(6), *buffers = arg(7);
+        *n0 = arg(6), *buffers = arg(7), *pfp = arg(8);
   for (int i : {0, 1, 7}) f->addParamAttr(i, llvm::Attribute::NoAlias);
   f->addParamAttr(1, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
 
@@ -226,6 +232,13 @@ Function* Emitter::EmitTile(const TileShape& s) {
     b.CreateCondBr(b.CreateICmpSLT(k, end), body, exit);
     b.SetInsertPoint(body);
     std::vector<Value*> acc(acc_phi.begin(), acc_phi.end());
+    if (prefetch_next_ && steps > 1) {
+      // One 64-byte line of the next B block per iteration: spread over the tile's FMAs, so the
+      // stream from memory never bursts (a burst of prefetches stalls the tile's own loads).
+      b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                        {b.CreateGEP(f32_, pfp, b.CreateMul(k, I64(kLanes / steps))), b.getInt32(0),
+                         b.getInt32(2), b.getInt32(1)});
+    }
     for (int u = 0; u < steps; ++u) {
       Value* ku = b.CreateAdd(k, I64(u));
       std::vector<Value*> bv(vecs);
@@ -395,6 +408,20 @@ Function* Emitter::EmitTask() {
     Value* a_batch = b.CreateInBoundsGEP(f32_, a_base, b.CreateMul(bi, I64(d_.a.batch_stride)));
     Value* b_batch = b.CreateInBoundsGEP(f32_, b_base, b.CreateMul(bi, I64(d_.b.batch_stride)));
     Value* row_base = b.CreateMul(bi, I64(l_.m));
+    // The B block of this thread's next task (when it packs another one), else the scratch: the
+    // tiles' prefetches then hit in cache and cost nothing.
+    Value* next_block = scratch;
+    if (prefetch_next_) {
+      Value* next = b.CreateAdd(t, I64(1));
+      Value* nq = b.CreateSDiv(next, I64(m_blocks));
+      Value* has_next = b.CreateAnd(b.CreateICmpSLT(next, end), b.CreateICmpNE(nq, q));
+      Value* nn0 = b.CreateMul(b.CreateSRem(nq, I64(n_blocks)), I64(nc));
+      Value* nbi = b.CreateSDiv(nq, I64(n_blocks));
+      Value* src = b.CreateGEP(f32_, b_base,
+                               b.CreateAdd(b.CreateMul(nbi, I64(d_.b.batch_stride)),
+                                           b.CreateMul(nn0, I64(d_.b.row_stride))));
+      next_block = b.CreateSelect(has_next, src, scratch);
+    }
 
     EmitLoop(b, I64(0), I64(k_blocks_), 1, "kb", [&](MatmulBuilder& b, Value* kb) {
       Value* k0 = b.CreateMul(kb, I64(kc));
@@ -464,8 +491,16 @@ Function* Emitter::EmitTask() {
         Value* panel = b.CreateSDiv(b.CreateSub(n, nb0), I64(nr));
         Value* bp =
             b.CreateInBoundsGEP(f32_, scratch, b.CreateMul(panel, b.CreateMul(k_count, I64(nr))));
+        // This tile's share of the next block: tiles are numbered in loop order.
+        const int64_t m_tiles = (mc + mr - 1) / mr;
+        Value* mi = b.CreateSDiv(b.CreateSub(m, m0), I64(mr));
+        Value* index = t_.loop == 0 ? b.CreateAdd(b.CreateMul(mi, I64(panels)), panel)
+                                    : b.CreateAdd(b.CreateMul(panel, I64(m_tiles)), mi);
+        Value* pfp = b.CreateGEP(
+            f32_, next_block,
+            b.CreateMul(index, I64((nc * l_.k + m_tiles * panels - 1) / (m_tiles * panels))));
         b.CreateCall(tile_type, fn,
-                     {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers});
+                     {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers, pfp});
       };
       if (t_.loop == 0) {
         EmitLoop(b, m0, m_end, mr, "m", [&](MatmulBuilder& b, Value* m) {
