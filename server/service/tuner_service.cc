@@ -121,6 +121,7 @@ v1::CachedPlan CachedPlanOf(const db::BestPlanRecord& r) {
   if (r.margin) p.set_margin(*r.margin);
   p.set_decision(r.decision);
   p.set_rounds(r.rounds.value_or(0));
+  p.set_verified_at_ms(r.verified_at.value_or(0));
   return p;
 }
 
