@@ -147,10 +147,10 @@ void RegisterServeCommand(CLI::App& app) {
                   "leases per job before it fails with the reasons")
       ->check(CLI::Range(1, 100));
   cmd->add_flag("--verify-idle", flags->verify_idle,
-               "while no task is queued or running, workers re-check stored plans against their "
-               "greedy and unfused plans, the least certain first (as `cache verify`); a plan "
-               "slower beyond noise is replaced, the old one kept in the replaced plans. A new "
-               "task always goes first");
+                "while no task is queued or running, workers re-check stored plans against their "
+                "greedy and unfused plans, the least certain first (as `cache verify`); a plan "
+                "slower beyond noise is replaced, the old one kept in the replaced plans. A new "
+                "task always goes first");
   cmd->add_option("--verify-idle-every", flags->verify_idle_every_hours,
                   "with --verify-idle: hours before a plan is re-checked again")
       ->check(CLI::Range(0.0, 1e6));

@@ -100,24 +100,22 @@ std::optional<db::BestPlanRecord> IdleVerifier::NextPlan(std::chrono::millisecon
 
 void IdleVerifier::Recheck(const db::BestPlanRecord& plan) {
   const std::string region = plan.key.region_signature.substr(0, 12);
-  spdlog::info("idle verification: region {} ({} threads, stored {}, {})", region,
-               plan.key.threads, plan.chosen,
-               plan.verified_at ? "re-checked before" : "never re-checked");
+  spdlog::info("idle verification: region {} ({} threads, stored {}, {})", region, plan.key.threads,
+               plan.chosen, plan.verified_at ? "re-checked before" : "never re-checked");
   // Fresh keys: the queue answers equal work once, and this work may have been timed before.
   QueueBackend queue(work_, 0, plan.key.target_fingerprint, options_.max_attempts, interrupt_,
                      fmt::format("verify {}", db::NowMs()));
   IdleBackend backend(queue, [this] { WaitUntilIdle(); });
   const VerifiedPlan v = VerifyStoredPlans({plan}, cache_, backend, TuneOptions{})[0];
   if (!v.skipped.empty()) {
-    unverifiable_.insert({plan.key.region_signature, plan.key.target_fingerprint,
-                          plan.key.threads, plan.key.search_version});
+    unverifiable_.insert({plan.key.region_signature, plan.key.target_fingerprint, plan.key.threads,
+                          plan.key.search_version});
     spdlog::warn("idle verification: region {} skipped: {}", region, v.skipped);
   } else if (v.replaced) {
     spdlog::info("idle verification: region {} replaced by {}: {} ({} rounds)", region, v.kept,
                  v.decision, v.rounds);
   } else {
-    spdlog::info("idle verification: region {} kept: {} ({} rounds)", region, v.decision,
-                 v.rounds);
+    spdlog::info("idle verification: region {} kept: {} ({} rounds)", region, v.decision, v.rounds);
   }
 }
 

@@ -60,8 +60,9 @@ std::vector<JobResult> QueueBackend::RunJobs(const std::vector<MeasureJob>& jobs
     db::JobSpec spec = QueueSpecFor(job, target_, max_attempts_);
     const int n = asked_[spec.job_key]++;
     if (n > 0 || !key_salt_.empty())
-      spec = QueueSpecFor(job, target_, max_attempts_,
-                          key_salt_.empty() ? std::to_string(n) : fmt::format("{}/{}", key_salt_, n));
+      spec =
+          QueueSpecFor(job, target_, max_attempts_,
+                       key_salt_.empty() ? std::to_string(n) : fmt::format("{}/{}", key_salt_, n));
     specs.push_back(std::move(spec));
   }
   // Subscribe before enqueueing: a worker may finish a job before EnqueueJobs returns.

@@ -32,10 +32,9 @@ std::vector<db::ReplacedPlanRecord> Replaced(const std::string& path) {
 // Tunes the chain locally into `db` (same machine: the worker's target) and returns its plan.
 db::BestPlanRecord TuneChain(const TestDir& dir, const std::string& db) {
   const std::string graph = dir.Write("chain16.relay", kChain16MiB);
-  CommandResult tune =
-      RunFusetune(dir, {"tune", "--local", "--db", db, "--repeat", "3", "--min-repeat-ms", "5",
-                        graph},
-                  {}, std::chrono::seconds(180));
+  CommandResult tune = RunFusetune(
+      dir, {"tune", "--local", "--db", db, "--repeat", "3", "--min-repeat-ms", "5", graph}, {},
+      std::chrono::seconds(180));
   EXPECT_EQ(tune.exit_code, 0) << tune.err;
   std::vector<db::BestPlanRecord> plans = Plans(db);
   EXPECT_EQ(plans.size(), 1u);

@@ -28,8 +28,8 @@ TEST(TwoWorkers, BothRunJobsOfOneTask) {
 
   const std::string graph = dir.Write("chain.relay", kChain);
   CommandResult tune = RunFusetune(dir,
-                                   {"tune", "--json", "--server", server.address(), "--repeat",
-                                    "2", "--min-repeat-ms", "1", graph},
+                                   {"tune", "--json", "--server", server.address(), "--repeat", "2",
+                                    "--min-repeat-ms", "1", graph},
                                    {}, std::chrono::seconds(180));
   ASSERT_EQ(tune.exit_code, 0) << tune.err << w1.Err() << w2.Err();
   ASSERT_GT(nlohmann::json::parse(tune.out)["candidates_measured"].get<int>(), 4);
