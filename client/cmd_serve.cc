@@ -37,6 +37,9 @@ struct ServeFlags {
   int lease_ms = service::ServiceOptions{}.lease_ms;
   int heartbeat_ms = service::ServiceOptions{}.heartbeat_interval_ms;
   int max_attempts = service::ServiceOptions{}.max_attempts;
+  bool verify_idle = false;
+  double verify_idle_every_hours = service::ServiceOptions{}.verify_idle_every_ms / 3.6e6;
+  int verify_idle_quiet_ms = service::ServiceOptions{}.verify_idle_quiet_ms;
 };
 
 std::string ReadPem(const std::string& path) {
@@ -74,6 +77,9 @@ void RunServe(const ServeFlags& f) {
   o.lease_ms = f.lease_ms;
   o.heartbeat_interval_ms = f.heartbeat_ms;
   o.max_attempts = f.max_attempts;
+  o.verify_idle = f.verify_idle;
+  o.verify_idle_every_ms = static_cast<int64_t>(f.verify_idle_every_hours * 3.6e6);
+  o.verify_idle_quiet_ms = f.verify_idle_quiet_ms;
 
   service::Server server(o);
   server.Start();
@@ -140,6 +146,17 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--max-attempts", flags->max_attempts,
                   "leases per job before it fails with the reasons")
       ->check(CLI::Range(1, 100));
+  cmd->add_flag("--verify-idle", flags->verify_idle,
+                "while no task is queued or running, workers re-check stored plans against their "
+                "greedy and unfused plans, the least certain first (as `cache verify`); a plan "
+                "slower beyond noise is replaced, the old one kept in the replaced plans. A new "
+                "task always goes first");
+  cmd->add_option("--verify-idle-every", flags->verify_idle_every_hours,
+                  "with --verify-idle: hours before a plan is re-checked again")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--verify-idle-quiet-ms", flags->verify_idle_quiet_ms,
+                  "with --verify-idle: how long the farm must be idle before a re-check starts")
+      ->check(CLI::Range(0, 3600000));
   cmd->callback([flags] { RunServe(*flags); });
 }
 

@@ -103,6 +103,9 @@ class Cache {
   void PutBestPlan(const BestPlanRecord& record,
                    const std::string& replace_reason = kReplacedByRetune);
   std::vector<BestPlanRecord> ListBestPlans(const BestPlanFilter& filter = {}) const;
+  // Records that a re-validation kept the plan of `key` (verified_at; 0 = now). Changes nothing
+  // else. False when no plan is stored under `key`.
+  bool MarkBestPlanVerified(const BestPlanKey& key, int64_t when_ms = 0);
   // Deletes plans (their replaced_plans history stays).
   int64_t DeleteBestPlans(const BestPlanFilter& filter);
   // Plans that newer ones replaced, newest replacement first.

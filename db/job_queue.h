@@ -103,6 +103,7 @@ class JobQueue {
 
   // ---- jobs ----
   // Enqueues what `task_id` needs, deduplicated by (job_key, target, threads), in one transaction.
+  // Task id 0 links the jobs to no task (work the server does for itself).
   std::vector<EnqueueOutcome> EnqueueJobs(int64_t task_id, const std::vector<JobSpec>& jobs);
   // Atomically leases the oldest queued job for `target_fingerprint` (or for "any"), counting an
   // attempt and setting the deadline now + lease_ms.

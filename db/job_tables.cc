@@ -99,10 +99,12 @@ std::vector<EnqueueOutcome> JobQueue::EnqueueJobs(int64_t task_id,
       } else {
         outcome.kind = EnqueueOutcome::Kind::kJoined;
       }
-      Statement link =
-          conn.Prepare("INSERT OR IGNORE INTO task_jobs (task_id, job_id) VALUES (?, ?)");
-      link.BindAll(task_id, outcome.job_id);
-      link.Run();
+      if (task_id > 0) {  // 0: a job of no task (the server's idle verification)
+        Statement link =
+            conn.Prepare("INSERT OR IGNORE INTO task_jobs (task_id, job_id) VALUES (?, ?)");
+        link.BindAll(task_id, outcome.job_id);
+        link.Run();
+      }
       out.push_back(outcome);
     }
     return out;

@@ -15,8 +15,8 @@ namespace {
 constexpr const char* kBestPlanColumns =
     "region_signature, target_fingerprint, threads, search_version, plan_json, tuned_us, "
     "greedy_us, unfused_us, chosen, region_text, ops_json, created_at, family_key, margin, "
-    "decision, rounds";
-constexpr const char* kBestPlanValues = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
+    "decision, rounds, verified_at";
+constexpr const char* kBestPlanValues = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
 constexpr const char* kBestPlanKeyWhere =
     "region_signature = ?1 AND target_fingerprint = ?2 AND threads = ?3 AND search_version = ?4";
 
@@ -48,6 +48,7 @@ BestPlanRecord ReadBestPlan(const Statement& st) {
   if (!st.IsNull(13)) b.margin = st.Double(13);
   b.decision = st.Text(14);  // NULL reads as ""
   if (std::optional<int64_t> rounds = st.OptInt(15)) b.rounds = static_cast<int32_t>(*rounds);
+  b.verified_at = st.OptInt(16);
   return b;
 }
 
@@ -55,7 +56,8 @@ void BindBestPlan(Statement& st, const BestPlanRecord& b) {
   st.BindAll(b.key.region_signature, b.key.target_fingerprint, b.key.threads, b.key.search_version,
              GroupsToJson(b.groups), b.tuned_us, b.greedy_us, b.unfused_us, b.chosen, b.region_text,
              nlohmann::json(b.ops).dump(), OrNow(b.created_at), b.family_key, b.margin,
-             b.decision.empty() ? std::nullopt : std::optional<std::string>(b.decision), b.rounds);
+             b.decision.empty() ? std::nullopt : std::optional<std::string>(b.decision), b.rounds,
+             b.verified_at);
 }
 
 constexpr const char* kBestPlanWhere =
@@ -136,6 +138,17 @@ void Cache::PutBestPlan(const BestPlanRecord& record, const std::string& replace
   });
 }
 
+bool Cache::MarkBestPlanVerified(const BestPlanKey& key, int64_t when_ms) {
+  return db_.WriteTransaction([&](Connection& conn) {
+    Statement st = conn.Prepare(
+        fmt::format("UPDATE best_plans SET verified_at = ?5 WHERE {}", kBestPlanKeyWhere));
+    BindKey(st, key);
+    st.Bind(5, OrNow(when_ms));
+    st.Run();
+    return conn.Changes() > 0;
+  });
+}
+
 bool MergeBestPlanIn(Connection& conn, const BestPlanRecord& record, const std::string& reason,
                      bool* replaced) {
   std::optional<double> existing_us;
@@ -195,8 +208,8 @@ std::vector<ReplacedPlanRecord> Cache::ListReplacedPlans(const ReplacedPlanFilte
     while (st.Step()) {
       ReplacedPlanRecord r;
       r.plan = ReadBestPlan(st);
-      r.replaced_at = st.Int(16);
-      r.reason = st.Text(17);
+      r.replaced_at = st.Int(17);
+      r.reason = st.Text(18);
       out.push_back(std::move(r));
     }
     return out;

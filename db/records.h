@@ -89,6 +89,9 @@ struct BestPlanRecord {
   std::optional<double> margin;   // chosen time / runner-up baseline's time, e.g. 0.93
   std::string decision;           // e.g. "tuned 1.02x, within noise: greedy kept"; "" = none
   std::optional<int32_t> rounds;  // paired timing rounds behind the decision
+  // Unix ms of the last re-validation that kept the plan (or stored it as a replacement); nullopt:
+  // never re-validated.
+  std::optional<int64_t> verified_at;
 
   // The time of the stored plan (the figure of `chosen`): what merges compare.
   double ChosenUs() const;

@@ -237,7 +237,18 @@ CREATE INDEX replaced_plans_by_key ON replaced_plans (region_signature, target_f
                                                       threads, search_version);
 )sql";
 
-constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4};
+// v5: when a plan was last re-validated (`fusetune cache verify`, or an idle farm with `serve
+// --verify-idle`, server/plan_verification.h):
+//   verified_at  Unix ms of the last re-validation that kept the plan, or of the one that stored
+//                it as a replacement; NULL = never re-validated. An idle farm re-checks plans never
+//                verified first, then those verified longest ago.
+// replaced_plans gains the same column, so an archived row keeps every column of best_plans.
+constexpr const char* kStepV5 = R"sql(
+ALTER TABLE best_plans ADD COLUMN verified_at INTEGER;
+ALTER TABLE replaced_plans ADD COLUMN verified_at INTEGER;
+)sql";
+
+constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4, kStepV5};
 static_assert(std::size(kSteps) == kLatestSchemaVersion);
 
 }  // namespace

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -21,6 +23,12 @@
 
 namespace fusetune {
 namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // The canonical text of a region (ir/text/signature.h: "in p0 TYPE", "n0 = op(p1, n2) [k=v, ...] :
 // TYPE", "out n2 ...") as Relay text with the same names, so the parser rebuilds the region and
@@ -175,6 +183,7 @@ VerifiedPlan VerifyOne(const db::BestPlanRecord& rec, db::Cache& store, Measurem
   }
   if (res.chosen == kTuned) {
     out.kept = "stored";
+    store.MarkBestPlanVerified(rec.key);
     return out;
   }
   db::BestPlanRecord next = rec;
@@ -187,6 +196,7 @@ VerifiedPlan VerifyOne(const db::BestPlanRecord& rec, db::Cache& store, Measurem
   next.decision = "verify: " + res.decision;
   next.rounds = res.rounds;
   next.created_at = 0;
+  next.verified_at = NowUnixMs();
   const std::string reason =
       std::isfinite(res.us[kTuned])
           ? fmt::format("verify: {} {:.2f}× faster", kSlotNames[res.chosen],
@@ -201,6 +211,18 @@ VerifiedPlan VerifyOne(const db::BestPlanRecord& rec, db::Cache& store, Measurem
 }
 
 }  // namespace
+
+std::vector<db::BestPlanRecord> LeastCertainFirst(std::vector<db::BestPlanRecord> plans) {
+  // A missing margin or rounds count is the least certain of all: nothing says how it was decided.
+  auto order = [](const db::BestPlanRecord& p) {
+    const double distance = p.margin && *p.margin > 0 ? std::abs(std::log(*p.margin)) : 0.0;
+    return std::tuple(p.verified_at.has_value(), p.verified_at.value_or(0), distance,
+                      p.rounds.value_or(0), p.created_at);
+  };
+  std::stable_sort(plans.begin(), plans.end(),
+                   [&](const auto& a, const auto& b) { return order(a) < order(b); });
+  return plans;
+}
 
 std::vector<VerifiedPlan> VerifyStoredPlans(const std::vector<db::BestPlanRecord>& plans,
                                             db::Cache& store, MeasurementBackend& backend,

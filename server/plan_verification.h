@@ -6,7 +6,7 @@
 // rounds of validation (server/validation.h) with the stored plan as the incumbent: it is kept
 // unless a baseline is faster beyond noise, and then the baseline replaces it in the store (the
 // old row goes to replaced_plans with the reason, e.g. "verify: greedy 1.12× faster"). A plan kept
-// is left as stored: the store is written only when a plan changes.
+// is left as stored, with only its verified_at set (the next idle re-check starts elsewhere).
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +28,11 @@ struct VerifiedPlan {
   std::optional<double> margin;
   int rounds = 0;
 };
+
+// The order in which to re-check plans: never re-validated before re-validated (those the
+// longest ago first); among those never re-validated, the least certain first: the margin nearest
+// 1 (the decision closest to the noise), then the fewest rounds, then the oldest.
+std::vector<db::BestPlanRecord> LeastCertainFirst(std::vector<db::BestPlanRecord> plans);
 
 // Verifies `plans` on `backend` (its target; plans of another target are skipped), timing as in
 // `options` (threads come from each plan's key). Replaces plans found slower beyond noise.

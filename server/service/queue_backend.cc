@@ -27,12 +27,14 @@ void ThrowIfInterrupted(const std::atomic<int>& interrupt) {
 
 }  // namespace
 
-db::JobSpec QueueSpecFor(const MeasureJob& job, const std::string& target, int max_attempts) {
+db::JobSpec QueueSpecFor(const MeasureJob& job, const std::string& target, int max_attempts,
+                         const std::string& repeat_tag) {
   MeasureJob anonymous = job;
   anonymous.id = 0;  // the tuner numbers jobs per call; equal work must hash equal
   std::string payload = JobToJson(anonymous);
   db::JobSpec spec;
   spec.job_key = Hash128Hex(payload);
+  if (!repeat_tag.empty()) spec.job_key = Hash128Hex(spec.job_key + "#" + repeat_tag);
   spec.target = target;
   spec.threads = job.threads;
   spec.payload.assign(payload.begin(), payload.end());
@@ -41,19 +43,28 @@ db::JobSpec QueueSpecFor(const MeasureJob& job, const std::string& target, int m
 }
 
 QueueBackend::QueueBackend(WorkQueue& work, int64_t task_id, std::string target, int max_attempts,
-                           const std::atomic<int>& interrupt)
+                           const std::atomic<int>& interrupt, std::string key_salt)
     : work_(work),
       task_id_(task_id),
       target_(std::move(target)),
       max_attempts_(max_attempts),
-      interrupt_(interrupt) {}
+      interrupt_(interrupt),
+      key_salt_(std::move(key_salt)) {}
 
 std::vector<JobResult> QueueBackend::RunJobs(const std::vector<MeasureJob>& jobs,
                                              const std::function<void(size_t)>& on_done) {
   ThrowIfInterrupted(interrupt_);
   std::vector<db::JobSpec> specs;
   specs.reserve(jobs.size());
-  for (const MeasureJob& job : jobs) specs.push_back(QueueSpecFor(job, target_, max_attempts_));
+  for (const MeasureJob& job : jobs) {
+    db::JobSpec spec = QueueSpecFor(job, target_, max_attempts_);
+    const int n = asked_[spec.job_key]++;
+    if (n > 0 || !key_salt_.empty())
+      spec =
+          QueueSpecFor(job, target_, max_attempts_,
+                       key_salt_.empty() ? std::to_string(n) : fmt::format("{}/{}", key_salt_, n));
+    specs.push_back(std::move(spec));
+  }
   // Subscribe before enqueueing: a worker may finish a job before EnqueueJobs returns.
   JobBoard::Cursor cursor = work_.Subscribe();
   std::vector<db::EnqueueOutcome> outcomes = work_.Enqueue(task_id_, specs);
@@ -92,6 +103,12 @@ std::vector<JobResult> QueueBackend::RunJobs(const std::vector<MeasureJob>& jobs
     pending.erase(it);
   };
   auto poll_store = [&] {
+    if (task_id_ == 0) {  // no task links its jobs: each by its id (collect skips unfinished ones)
+      std::vector<int64_t> ids;
+      for (const auto& [id, unused] : pending) ids.push_back(id);
+      for (int64_t id : ids) collect(id);
+      return;
+    }
     for (const db::JobStatus& s : work_.store().ListJobStates(task_id_))
       if (s.state == db::JobState::kDone || s.state == db::JobState::kFailed) collect(s.id);
   };

@@ -12,6 +12,7 @@
 //     and jobs finished after its last write are found done on the queue and read back.
 // Tune() writes the measurements from the answers exactly as in local mode: one code path.
 #include <atomic>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -37,14 +38,23 @@ class TaskInterrupted : public std::runtime_error {
 // Values of a task's interrupt flag.
 enum InterruptFlag : int { kRun = 0, kCancel = 1, kStop = 2 };
 
-// The queue row of a job: key and payload.
-db::JobSpec QueueSpecFor(const MeasureJob& job, const std::string& target, int max_attempts);
+// The queue row of a job: key and payload. `repeat_tag` makes the key of one more measurement of
+// work already asked for (a validation's later round of the same plans): "" for the first.
+db::JobSpec QueueSpecFor(const MeasureJob& job, const std::string& target, int max_attempts,
+                         const std::string& repeat_tag = "");
 
+// Repeated work. A validation times the same plans in several rounds, and two rounds may be the
+// same job (the plans' order rotates with the round number, so round 3 of three plans is round 0
+// again). Each is a measurement of its own: the n-th time one backend asks for the same work its
+// key is tagged "#n", so it is not answered with the first round's figures. A task asks in the
+// same order every time, so a resumed task and an identical task still find the same rows.
 class QueueBackend : public MeasurementBackend {
  public:
-  // `interrupt` is polled while waiting (InterruptFlag values).
+  // `interrupt` is polled while waiting (InterruptFlag values). Task id 0: jobs of no task (the
+  // idle verification), found by their ids alone. A non-empty `key_salt` makes every key this
+  // backend asks for its own (fresh measurements of work the queue answered before).
   QueueBackend(WorkQueue& work, int64_t task_id, std::string target, int max_attempts,
-               const std::atomic<int>& interrupt);
+               const std::atomic<int>& interrupt, std::string key_salt = "");
   std::string TargetFingerprint() override { return target_; }
   std::vector<JobResult> RunJobs(const std::vector<MeasureJob>& jobs,
                                  const std::function<void(size_t finished)>& on_done) override;
@@ -55,6 +65,8 @@ class QueueBackend : public MeasurementBackend {
   std::string target_;
   int max_attempts_;
   const std::atomic<int>& interrupt_;
+  std::string key_salt_;
+  std::map<std::string, int> asked_;  // job key -> how many times this backend asked for it
 };
 
 }  // namespace fusetune::service

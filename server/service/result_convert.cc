@@ -50,6 +50,9 @@ v1::RegionResult RegionToProto(const Graph& graph, const RegionReport& r, bool f
   out.set_pruned(r.pruned);
   out.set_max_abs_error(r.max_abs_error);
   out.set_transferred_from(r.transferred_from);
+  out.set_decision(r.decision);
+  if (r.margin) out.set_margin(*r.margin);
+  out.set_rounds(r.rounds);
   return out;
 }
 
@@ -65,6 +68,8 @@ v1::TuneResult ReportToProto(const Graph& graph, const std::string& graph_name,
   total->set_greedy_us(report.total_greedy_us);
   total->set_unfused_us(report.total_unfused_us);
   total->set_measured_together(report.totals_measured);
+  total->set_chosen(report.total_chosen);
+  total->set_decision(report.total_decision);
   out.set_max_abs_error(report.max_abs_error);
   out.set_candidates_measured(report.candidates_measured);
   out.set_measurements_reused(report.measurements_reused);
@@ -97,12 +102,18 @@ TuneReport ReportFromProto(const Graph& graph, const v1::TuneResult& in) {
     rr.reused = r.reused();
     rr.pruned = r.pruned();
     rr.transferred_from = r.transferred_from();
+    rr.decision = r.decision();
+    if (r.has_margin()) rr.margin = r.margin();
+    rr.rounds = r.rounds();
     report.regions.push_back(std::move(rr));
   }
   report.total_tuned_us = in.total().tuned_us();
   report.total_greedy_us = in.total().greedy_us();
   report.total_unfused_us = in.total().unfused_us();
   report.totals_measured = in.total().measured_together();
+  // A server older than these fields sends neither: the local default.
+  if (!in.total().chosen().empty()) report.total_chosen = in.total().chosen();
+  report.total_decision = in.total().decision();
   report.max_abs_error = in.max_abs_error();
   report.candidates_measured = in.candidates_measured();
   report.measurements_reused = in.measurements_reused();

@@ -51,6 +51,10 @@ void Server::Start() {
   if (!options_.metrics_listen.empty()) StartHttp();
   tasks_->ResumeUnfinished();
   reaper_ = std::thread([this] { ReapLeases(); });
+  if (options_.verify_idle) {
+    verifier_ = std::make_unique<IdleVerifier>(*cache_, *work_, options_);
+    verifier_->Start();
+  }
 }
 
 void Server::StartHttp() {
@@ -81,6 +85,7 @@ void Server::Shutdown() {
   }
   stop_cv_.notify_all();
   if (http_) http_->Stop();
+  if (verifier_) verifier_->Stop();
   work_->Stop();
   tasks_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -14,6 +14,7 @@
 #include "db/database.h"
 #include "db/job_queue.h"
 #include "server/service/http_status.h"
+#include "server/service/idle_verifier.h"
 #include "server/service/metrics.h"
 #include "server/service/service_options.h"
 #include "server/service/task_manager.h"
@@ -62,6 +63,7 @@ class Server {
   std::unique_ptr<WorkerHubService> hub_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<StatusHttpServer> http_;
+  std::unique_ptr<IdleVerifier> verifier_;  // with verify_idle
   int port_ = 0;
   std::thread reaper_;
   std::mutex mutex_;

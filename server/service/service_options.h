@@ -35,6 +35,13 @@ struct ServiceOptions {
   int lease_ms = 10000;
   int max_attempts = 3;
   int max_lease_wait_ms = 10000;  // longest long poll a worker may ask for
+
+  // Idle verification (server/service/idle_verifier.h): when on, once no task has been queued or
+  // running for `verify_idle_quiet_ms`, workers re-check stored plans, each at most once per
+  // `verify_idle_every_ms`.
+  bool verify_idle = false;
+  int verify_idle_quiet_ms = 2000;
+  int64_t verify_idle_every_ms = int64_t{24} * 3600 * 1000;
 };
 
 }  // namespace fusetune::service

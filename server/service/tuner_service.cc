@@ -118,6 +118,10 @@ v1::CachedPlan CachedPlanOf(const db::BestPlanRecord& r) {
   for (const std::string& op : r.ops) p.add_ops(op);
   p.set_region_text(r.region_text);
   p.set_created_at_ms(r.created_at);
+  if (r.margin) p.set_margin(*r.margin);
+  p.set_decision(r.decision);
+  p.set_rounds(r.rounds.value_or(0));
+  p.set_verified_at_ms(r.verified_at.value_or(0));
   return p;
 }
 

@@ -157,5 +157,64 @@ TEST(Migration, VersionThreeFileUpgradesAndKeepsItsQueue) {
   EXPECT_EQ(file.cache.Stats().replaced_plans, 0);
 }
 
+// A v4 file: a plan with its decision, margin and rounds, and one it replaced. v5 adds when a
+// plan was last re-validated: neither has been, and both keep every figure.
+constexpr const char* kPlanRowsV4 = R"sql(
+INSERT INTO best_plans (region_signature, target_fingerprint, threads, search_version, plan_json,
+                        tuned_us, greedy_us, unfused_us, chosen, region_text, ops_json, created_at,
+                        family_key, margin, decision, rounds)
+VALUES ('r4', 'x86_64-zen5-avx512', 1, 1, '{"groups":[{"nodes":[0],"schedule":""}]}', 8.0, 9.0,
+        12.0, 'tuned', 'region four', '["exp"]', 1700000000004, 'fam', 0.89,
+        'tuned 1.12x vs greedy, beyond noise (5 of 5 rounds): tuned chosen', 5);
+INSERT INTO replaced_plans (region_signature, target_fingerprint, threads, search_version,
+                            family_key, plan_json, tuned_us, greedy_us, unfused_us, chosen,
+                            region_text, ops_json, margin, decision, rounds, created_at,
+                            replaced_at, reason)
+VALUES ('r4', 'x86_64-zen5-avx512', 1, 1, 'fam', '{"groups":[]}', 10.0, 9.0, 12.0, 'greedy',
+        'region four', '["exp"]', NULL, NULL, NULL, 1600000000000, 1700000000003, 'tuned again');
+)sql";
+
+TEST(Migration, VersionFourFileUpgradesWithNoPlanReVerified) {
+  TempDir dir;
+  std::string path = dir.File("v4.db");
+  { Database v4(path, DatabaseOptions{.schema_version = 4}); }
+  RawExec(path, kPlanRowsV4);
+
+  testing::OpenFile file(path);
+  EXPECT_EQ(file.db.schema_version(), kLatestSchemaVersion);
+  const BestPlanKey key{"r4", kZen, 1, 1};
+  std::optional<BestPlanRecord> plan = file.cache.FindBestPlan(key);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->margin, 0.89);
+  EXPECT_EQ(plan->rounds, 5);
+  EXPECT_EQ(plan->family_key, "fam");
+  EXPECT_EQ(plan->decision.rfind("tuned 1.12x", 0), 0u);
+  EXPECT_FALSE(plan->verified_at.has_value()) << "never re-validated";
+  std::vector<ReplacedPlanRecord> old = file.cache.ListReplacedPlans();
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].reason, "tuned again");
+  EXPECT_EQ(old[0].plan.tuned_us, 10.0);
+  EXPECT_FALSE(old[0].plan.verified_at.has_value());
+
+  // A re-validation that keeps the plan sets verified_at and nothing else.
+  EXPECT_TRUE(file.cache.MarkBestPlanVerified(key, 1800000000000));
+  EXPECT_FALSE(file.cache.MarkBestPlanVerified({"nope", kZen, 1, 1}, 1800000000000));
+  std::optional<BestPlanRecord> kept = file.cache.FindBestPlan(key);
+  EXPECT_EQ(kept->verified_at, 1800000000000);
+  EXPECT_EQ(kept->created_at, plan->created_at);
+  EXPECT_EQ(kept->tuned_us, 8.0);
+  EXPECT_EQ(file.cache.ListReplacedPlans().size(), 1u);
+  // Replaced, the verified row is archived with its verified_at.
+  BestPlanRecord next = *kept;
+  next.chosen = "greedy";
+  next.verified_at.reset();
+  file.cache.PutBestPlan(next, "verify: greedy 1.20x faster");
+  old = file.cache.ListReplacedPlans();
+  ASSERT_EQ(old.size(), 2u);
+  EXPECT_EQ(old[0].plan.verified_at, 1800000000000);
+  EXPECT_EQ(old[0].reason, "verify: greedy 1.20x faster");
+  EXPECT_FALSE(file.cache.FindBestPlan(key)->verified_at.has_value());
+}
+
 }  // namespace
 }  // namespace fusetune::db

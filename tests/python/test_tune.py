@@ -3,6 +3,7 @@ worker, compared with what the command line says for the same graphs."""
 import json
 import math
 import re
+import sqlite3
 
 import pytest
 
@@ -114,6 +115,27 @@ def test_report_equals_cli_json(farm, client, chain):
     for key in ("signature", "nodes", "ops", "plan", "schedules", "chosen", "tuned_us",
                 "greedy_us", "unfused_us"):
         assert first[key] == stored[key], key
+
+
+def test_decision_margin_and_rounds_arrive_as_the_store_holds_them(farm, client, chain):
+    """The validation's decision travels the wire: the measured report, the cached answer, the
+    query and the cache listing all say what the server's SQLite file holds."""
+    measured = chain[1]
+    region = measured.regions[0]
+    assert region.decision and region.rounds >= 3, region
+    assert region.margin is not None and region.margin > 0
+    # A graph of one region is timed by its validation: the whole graph's decision is the region's.
+    assert measured.total.chosen == region.chosen
+    assert measured.total.decision == region.decision
+    with sqlite3.connect(f"file:{farm.file('fusetune.db')}?mode=ro", uri=True) as db:
+        row = db.execute("SELECT decision, margin, rounds FROM best_plans "
+                         "WHERE region_signature = ?", (region.signature,)).fetchone()
+    assert row == (region.decision, pytest.approx(region.margin), region.rounds)
+    cached, queried = client.tune(chain[0]).regions[0], client.query(chain[0]).regions[0]
+    (listed,) = client.cache(signature=region.signature, threads=1)
+    for answer in (cached, queried, listed):
+        assert (answer.decision, answer.margin, answer.rounds) == row
+    assert cached.to_dict()["decision"] == region.decision
 
 
 def test_report_prints_as_the_command_lines_table(farm, client, chain):

@@ -1,6 +1,7 @@
 """Workers and task states as the service lists them; to_dict() matches `fusetune workers --json`
 and `fusetune tasks --json`."""
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 from fusetune._wire import pb
 from fusetune.table import short_target
@@ -103,6 +104,12 @@ class CachedPlan:
     ops: tuple
     region_text: str
     created_at_ms: int
+    # How its validation decided, the chosen plan's time over the runner-up's (None when not
+    # recorded), the paired rounds behind it, and its last re-validation (0: never).
+    decision: str = ""
+    margin: Optional[float] = None
+    rounds: int = 0
+    verified_at_ms: int = 0
 
     @classmethod
     def _from_proto(cls, p):
@@ -113,7 +120,9 @@ class CachedPlan:
         return cls(signature=p.region_signature, target=p.target_fingerprint, threads=p.threads,
                    search_version=p.search_version, groups=groups, chosen=p.chosen,
                    tuned_us=p.tuned_us, greedy_us=p.greedy_us, unfused_us=p.unfused_us,
-                   ops=tuple(p.ops), region_text=p.region_text, created_at_ms=p.created_at_ms)
+                   ops=tuple(p.ops), region_text=p.region_text, created_at_ms=p.created_at_ms,
+                   decision=p.decision, margin=p.margin if p.HasField("margin") else None,
+                   rounds=p.rounds, verified_at_ms=p.verified_at_ms)
 
     def __repr__(self):
         return (f"CachedPlan({self.signature}, {len(self.ops)} ops, {self.chosen} "

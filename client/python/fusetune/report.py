@@ -64,7 +64,8 @@ class RegionReport:
     reused: int = 0
     pruned: int = 0
     max_abs_error: float = 0.0
-    # Not on the wire yet (the server keeps them in its store): as `tune --server --json` says.
+    # How the validation decided ("tuned 1.02× vs greedy, within noise: greedy kept"), the chosen
+    # plan's time over the runner-up's (None when not recorded) and the paired rounds behind it.
     decision: str = ""
     margin: Optional[float] = None
     rounds: int = 0
@@ -87,7 +88,8 @@ class RegionReport:
                    tuned_us=r.tuned_us, greedy_us=r.greedy_us, unfused_us=r.unfused_us,
                    candidates=r.candidates, measured=r.measured, reused=r.reused,
                    pruned=r.pruned, max_abs_error=r.max_abs_error,
-                   transferred_from=r.transferred_from)
+                   decision=r.decision, margin=r.margin if r.HasField("margin") else None,
+                   rounds=r.rounds, transferred_from=r.transferred_from)
 
     def to_dict(self):
         return {
@@ -120,14 +122,14 @@ def _speedup(base, tuned):
 @dataclass(frozen=True)
 class Totals:
     """The whole graph under each plan. `measured_together`: timed as one run; False: sums of the
-    regions' stored figures (a fully cached answer). `chosen` is always "tuned" on the wire: the
-    service does not send which whole-graph plan won (the command line's --server output says
-    "tuned" too)."""
+    regions' stored figures (a fully cached answer). `chosen`: which whole-graph plan was kept
+    ("tuned" for a query), `decision`: how, when the whole graph was timed (else "")."""
     tuned_us: float
     greedy_us: float
     unfused_us: float
     measured_together: bool
     chosen: str = "tuned"
+    decision: str = ""
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,8 @@ class TuneReport:
         t = result.total
         return cls(graph=graph, target=result.target, threads=result.threads,
                    regions=tuple(RegionReport._from_proto(r) for r in result.regions),
-                   total=Totals(t.tuned_us, t.greedy_us, t.unfused_us, t.measured_together),
+                   total=Totals(t.tuned_us, t.greedy_us, t.unfused_us, t.measured_together,
+                                chosen=t.chosen or "tuned", decision=t.decision),
                    max_abs_error=result.max_abs_error,
                    candidates_measured=result.candidates_measured,
                    measurements_reused=result.measurements_reused, pruned=result.pruned,
@@ -194,7 +197,7 @@ class TuneReport:
                 "greedy_us": _json_us(self.total.greedy_us),
                 "unfused_us": _json_us(self.total.unfused_us),
                 "chosen": self.total.chosen,
-                "decision": "",
+                "decision": self.total.decision,
                 "measured_together": self.total.measured_together,
             },
             # null when every region came from the cache: nothing ran, and each plan was checked

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Cold tune of the BERT-base encoder layer (S=128, bench/bert/export_bert.py) through a farm of one
+# worker, then of two: `fusetune serve` on 127.0.0.1 with a fresh store each time, each worker
+# pinned to its own core (`taskset -c N`, `--threads 1`), the task at 1 thread. Prints both
+# wall times, the ratio, and the load average (the machine may be shared: compare the ratio).
+#
+#   bench/service/two_workers.sh [--fusetune build/fusetune] [--work DIR] [--cpus "0 1"]
+#
+# Issue 12 §3's target: two pinned workers tune the layer >= 1.6x faster than one.
+set -euo pipefail
+
+FUSETUNE=build/fusetune
+WORK=/tmp/fusetune_two_workers
+CPUS="0 1"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fusetune) FUSETUNE=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    --cpus) CPUS=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "two_workers.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+read -r -a CPU_LIST <<< "$CPUS"
+[ "${#CPU_LIST[@]}" -ge 2 ] || { echo "two_workers.sh: --cpus needs two cores" >&2; exit 2; }
+FUSETUNE=$(realpath "$FUSETUNE")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$WORK"
+MODEL=$WORK/bert/model.onnx
+if [ ! -f "$MODEL" ]; then
+  /usr/bin/python3 "$ROOT/bench/bert/export_bert.py" --out "$WORK/bert" --seq 128
+fi
+
+PIDS=()
+cleanup() {  # only the processes this script started, by their ids
+  for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; done
+  PIDS=()
+}
+trap cleanup EXIT
+
+# farm N: a fresh store, serve, N pinned workers; prints the tune's wall seconds.
+farm() {
+  local n=$1 db=$WORK/farm$1.db
+  rm -f "$db" "$db-wal" "$db-shm"
+  # The layer's ONNX file holds its weights (~28 MB): more than the default 16 MB message.
+  "$FUSETUNE" serve --listen 127.0.0.1:0 --db "$db" --max-message-mb 128 \
+    > "$WORK/serve$n.out" 2> "$WORK/serve$n.err" &
+  PIDS+=($!)
+  local address=""
+  for _ in $(seq 100); do
+    address=$(grep -o 'listening on 127\.0\.0\.1:[0-9]*' "$WORK/serve$n.out" 2>/dev/null |
+              sed 's/listening on //') || true
+    [ -n "$address" ] && break
+    sleep 0.1
+  done
+  [ -n "$address" ] || { echo "serve did not start: $(cat "$WORK/serve$n.err")" >&2; exit 1; }
+  for i in $(seq 0 $((n - 1))); do
+    taskset -c "${CPU_LIST[$i]}" "$FUSETUNE" worker --server "$address" --threads 1 \
+      --id "w$i" > /dev/null 2> "$WORK/worker$n.$i.err" &
+    PIDS+=($!)
+  done
+  for _ in $(seq 100); do
+    [ "$("$FUSETUNE" workers --server "$address" --json | grep -c '"id"')" -ge "$n" ] && break
+    sleep 0.1
+  done
+  local start end
+  start=$(date +%s.%N)
+  if ! "$FUSETUNE" tune --server "$address" --threads 1 --json "$MODEL" > "$WORK/tune$n.json"; then
+    echo "two_workers.sh: the tune with $n worker(s) failed" >&2
+    exit 1
+  fi
+  end=$(date +%s.%N)
+  cleanup
+  /usr/bin/python3 -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' "$start" "$end"
+}
+
+one=$(farm 1) || exit 1
+two=$(farm 2) || exit 1
+measured() {
+  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["candidates_measured"])' "$1"
+}
+echo "BERT layer S=128 cold, task at 1 thread, workers pinned to cores ${CPU_LIST[0]} / ${CPU_LIST[0]},${CPU_LIST[1]}"
+printf '1 worker:  %6.1f s (%s measurements)\n' "$one" "$(measured "$WORK/tune1.json")"
+printf '2 workers: %6.1f s (%s measurements)\n' "$two" "$(measured "$WORK/tune2.json")"
+printf 'ratio 1/2: %6.2fx\n' "$(/usr/bin/python3 -c 'import sys; print(float(sys.argv[1]) / float(sys.argv[2]))' "$one" "$two")"
+echo "load: $(uptime)"
