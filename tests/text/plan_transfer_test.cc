@@ -153,14 +153,16 @@ TEST(PlanTransfer, MovesOntoASizeThatEqualsAnother) {
   FamilyMember m = ReadFamilyMember(CanonicalText(g128, n128));
   FamilyForm here = CanonicalizeFamily(g64, n64);
   ASSERT_NE(here.key, m.family.key);
-  std::vector<PlanGroup> fused = TransferPlan(g64, here, m, {{{0, 1, 2}, ""}}, 1);
+  const std::vector<MemberGroup> one = {{{0, 1, 2}, ""}};
+  std::vector<PlanGroup> fused = TransferPlan(g64, here, m, one, 1);
   ASSERT_EQ(fused.size(), 1u);
   EXPECT_EQ(fused[0].nodes, n64);
   auto group128 = AnalyzeGroup(g128, n128);
   auto group64 = AnalyzeGroup(g64, n64);
   ASSERT_TRUE(group128 && group64);
   for (const Schedule& s : ScheduleSpace(g128, *group128, 1)) {
-    std::vector<PlanGroup> moved = TransferPlan(g64, here, m, {{{0, 1, 2}, s.ToString()}}, 1);
+    const std::vector<MemberGroup> stored = {{{0, 1, 2}, s.ToString()}};
+    std::vector<PlanGroup> moved = TransferPlan(g64, here, m, stored, 1);
     EXPECT_EQ(moved[0].schedule, AdaptSchedule(g128, *group128, s, g64, *group64, 1));
   }
   // A member at 64 does not move onto 128: its equality s1 = s2 does not hold there.
