@@ -1,6 +1,7 @@
-// `fusetune kernel GRAPH --group %0,%1 [--schedule k=v,...] [--print-ir|--print-llvm|--print-asm]`:
-// show what the code generator makes of one fused group: its template, inputs and outputs, and
-// the kernel IR (default), the optimised LLVM IR, or the target assembly.
+// `fusetune kernel GRAPH --group %0,%1 [--schedule k=v,...] [--dim NAME=SIZE]
+// [--print-ir|--print-llvm|--print-asm]`: show what the code generator makes of one fused group:
+// its template, inputs and outputs, and the kernel IR (default), the optimised LLVM IR, or the
+// target assembly. A graph with dynamic dimensions is bound with --dim, as for check/run/query.
 #include <iostream>
 #include <sstream>
 
@@ -26,6 +27,7 @@ struct KernelOptions {
   std::string schedule;
   bool print_ir = false, print_llvm = false, print_asm = false, unoptimized = false;
   int threads = 1;
+  std::vector<std::string> dims;
 };
 
 std::vector<ValueId> ParseGroup(const Graph& graph, const std::string& text) {
@@ -46,7 +48,7 @@ std::vector<ValueId> ParseGroup(const Graph& graph, const std::string& text) {
 }
 
 void Show(const KernelOptions& o) {
-  Graph graph = LoadGraph(o.graph_path);
+  Graph graph = GraphSource(o.graph_path).Bind(OneDimBinding(o.dims, "kernel"));
   std::string why;
   auto group = AnalyzeGroup(graph, ParseGroup(graph, o.group), &why);
   if (!group) throw UserError("--group " + o.group + " is not lowerable: " + why);
@@ -95,6 +97,7 @@ void RegisterKernelCommand(CLI::App& app) {
   cmd->add_option("--schedule", options->schedule, "schedule knobs, e.g. vector=8,parallel=0");
   cmd->add_option("--threads", options->threads, "threads the kernel is generated for")
       ->capture_default_str();
+  AddDimFlag(cmd, options->dims, /*several=*/false);
   auto* ir = cmd->add_flag("--print-ir", options->print_ir, "print the kernel IR (default)");
   auto* llvm = cmd->add_flag("--print-llvm", options->print_llvm, "print the optimised LLVM IR");
   auto* assembly = cmd->add_flag("--print-asm", options->print_asm, "print the target assembly");

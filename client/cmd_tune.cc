@@ -3,6 +3,7 @@
 // `--server ADDR` the same search runs on a `fusetune serve` and its worker farm.
 #include <iostream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "client/commands.h"
@@ -14,6 +15,7 @@
 #include "client/tune_table.h"
 #include "db/cache.h"
 #include "db/database.h"
+#include "ir/error.h"
 #include "server/tuner.h"
 
 namespace fusetune::cli {
@@ -31,6 +33,8 @@ struct TuneFlags {
   RemoteFlags remote;
   std::string target;
   std::vector<std::string> dims;
+  bool warm_only = false;
+  bool cold = false;
 };
 
 // GRAPH itself, or GRAPH with its dynamic dims bound; a JSON report is printed at once when
@@ -43,6 +47,9 @@ void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& 
   options.timing.min_repeat_ms = f.min_repeat_ms;
   options.timing.flush_cache = f.flush_cache;
   options.use_cache = !f.no_cache;
+  options.warm_start = f.warm_only ? WarmStart::kOnly
+                       : f.cold    ? WarmStart::kOff
+                                   : WarmStart::kSearch;
   ProgressBar bar(!f.json && StderrIsTerminal());
   auto progress = [&](const TuneProgress& p) { bar.Update(p.phase, p.done, p.total); };
   TuneReport report;
@@ -72,6 +79,10 @@ void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& 
 // fails at once. Several bindings with --json: one array of their reports.
 void RunTune(TuneFlags f) {
   if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
+  // The wire request has no field for them yet: a server always warm-starts and searches.
+  if (!f.remote.server.empty() && (f.warm_only || f.cold))
+    throw UserError(fmt::format("{} applies to local tuning only (add --local)",
+                                f.warm_only ? "--warm-only" : "--cold"));
   GraphSource source(f.graph_path);
   std::vector<DimBinding> bindings = DimBindings(f.dims);
   std::vector<Graph> graphs;
@@ -111,6 +122,13 @@ void RegisterTuneCommand(CLI::App& app) {
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
   AddDimFlag(cmd, flags->dims, /*several=*/true);
+  auto* warm_only = cmd->add_flag(
+      "--warm-only", flags->warm_only,
+      "a region whose family has a tuned size: time that size's plan (adapted) against greedy "
+      "and\nunfused here and keep the winner, without searching (docs/signatures.md)");
+  auto* cold = cmd->add_flag("--cold", flags->cold,
+                             "search without starting from the plans of other tuned sizes");
+  warm_only->excludes(cold);
   cmd->add_option("--target", flags->target,
                   "with --server: the target fingerprint to tune for (default: any, the one most "
                   "registered workers share)");

@@ -34,6 +34,17 @@ std::string OpsSummary(const std::vector<std::string>& ops, size_t width) {
 
 }  // namespace
 
+std::string WarmStartText(const WarmStartReport& w) {
+  const std::string head = fmt::format(
+      "warm start from {}: its plan {} µs here ({} after {} rounds, {:.1f} s)", w.from,
+      Us(w.transferred_us), w.chosen == "tuned" ? "kept" : w.chosen + " kept", w.rounds, w.seconds);
+  if (!w.searched)
+    return head + fmt::format("; 0 measurements instead of the search's {} (--warm-only)",
+                              w.search_candidates);
+  return head +
+         fmt::format("; then {} measurements, the family's groups first", w.search_candidates);
+}
+
 std::string ShortTarget(const std::string& fingerprint) {
   size_t a = fingerprint.find(';');
   size_t b = a == std::string::npos ? a : fingerprint.find(';', a + 1);
@@ -54,8 +65,10 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   for (size_t i = 0; i < r.regions.size(); ++i) {
     const RegionReport& rr = r.regions[i];
     const bool transferred = !rr.transferred_from.empty();
+    const bool warm_only = rr.warm_start && !rr.warm_start->searched;
     std::string source = rr.cached     ? "cache"
                          : transferred ? "transferred"
+                         : warm_only   ? "warm"
                                        : fmt::format("{}+{}", rr.measured, rr.reused);
     out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", i + 1,
                        OpsSummary(rr.ops, kOpsWidth), kOpsWidth, source, Us(rr.tuned_us),
@@ -85,6 +98,7 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
     if (!rr.transferred_from.empty())
       out += fmt::format("     transferred, not measured at this size: the plan tuned at {}\n",
                          rr.transferred_from);
+    if (rr.warm_start) out += "     " + WarmStartText(*rr.warm_start) + "\n";
   }
   const bool all_cached = std::all_of(r.regions.begin(), r.regions.end(),
                                       [](const RegionReport& x) { return x.cached; });
@@ -105,6 +119,9 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   out += "source: measured+reused (group, schedule) pairs, or cache = the region's stored plan\n";
   if (any_transferred)
     out += "        transferred = the nearest tuned size's plan, adapted; its figures are '-'\n";
+  if (std::any_of(r.regions.begin(), r.regions.end(),
+                  [](const auto& x) { return x.warm_start && !x.warm_start->searched; }))
+    out += "        warm = the nearest tuned size's plan, timed here against greedy and unfused\n";
   return out;
 }
 

@@ -52,6 +52,8 @@ GroupWork NewGroup(const Graph& g, const FusedGroup& group, std::string signatur
   return gw;
 }
 
+}  // namespace
+
 PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missing) {
   Subgraph sub = ExtractSubgraph(g, gw.canon.inputs, gw.canon.nodes, gw.canon.outputs);
   std::vector<ValueId> all;
@@ -67,8 +69,6 @@ PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missi
   planned.schedules = std::move(missing);
   return planned;
 }
-
-}  // namespace
 
 size_t GroupWork::best_index() const {
   // A default schedule that failed or was not measured leaves the fastest that ran.

@@ -76,6 +76,9 @@ struct MeasurementPlan {
   int pruned_schedules = 0;
 };
 
+// The job that measures the schedules `missing` of one group (indices into gw.schedules).
+PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missing);
+
 MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
                                  const std::vector<TuneRegion>& regions,
                                  const std::vector<size_t>& to_search, const TuneCache& cache,

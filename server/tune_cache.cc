@@ -17,6 +17,15 @@ std::vector<db::BestPlanRecord> TuneCache::FindFamilyPlans(const std::string& fa
   return store_.FindBestPlansByFamily(family_key, target_, threads_, kSearchVersion);
 }
 
+std::vector<db::BestPlanRecord> TuneCache::FindPlansWithOp(const std::string& op) const {
+  db::BestPlanFilter filter;
+  filter.target_fingerprint = target_;
+  filter.threads = threads_;
+  filter.search_version = kSearchVersion;
+  filter.op = op;
+  return store_.ListBestPlans(filter);
+}
+
 void TuneCache::PutBestPlan(db::BestPlanRecord record) {
   record.key = {record.key.region_signature, target_, threads_, kSearchVersion};
   store_.PutBestPlan(record);

@@ -1,5 +1,5 @@
 #pragma once
-// The tuner's view of the store: the seven calls it makes (best plans, measurements, the target's
+// The tuner's view of the store: the calls it makes (best plans, measurements, the target's
 // roofline), with the keys built here once from the target, the thread count and kSearchVersion.
 // This file is the only one of the tuner that calls db::Cache.
 #include <optional>
@@ -24,6 +24,9 @@ class TuneCache {
   // Every stored plan of the family (ir/text/family.h) for this target and thread count only:
   // a plan never transfers across targets or thread counts.
   std::vector<db::BestPlanRecord> FindFamilyPlans(const std::string& family_key) const;
+  // Every stored plan for this target and thread count whose region holds `op`: the candidates
+  // of a family match without equalities (server/plan_transfer.h).
+  std::vector<db::BestPlanRecord> FindPlansWithOp(const std::string& op) const;
   // Inserts or replaces the region's best plan; the record's key is filled in here.
   void PutBestPlan(db::BestPlanRecord record);
 

@@ -19,10 +19,18 @@ inline TimingOptions DefaultTuneTiming() {
   return t;
 }
 
+// What `tune` does with a region whose family has a tuned member (server/warm_start.h).
+enum class WarmStart {
+  kSearch,  // time the transferred plan first, then search with the family's groups first
+  kOnly,    // time the transferred plan against greedy and unfused, and stop there
+  kOff,     // a cold search, as if the family had no tuned member
+};
+
 struct TuneOptions {
   SearchOptions search;
   TimingOptions timing = DefaultTuneTiming();
   bool use_cache = true;  // false: search again (measurements are still reused)
+  WarmStart warm_start = WarmStart::kSearch;
 };
 
 }  // namespace fusetune

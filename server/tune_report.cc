@@ -27,6 +27,15 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
     }
     // Where a plan transferred on a miss came from; null for every other answer.
     const json transferred_from = r.transferred_from.empty() ? json() : json(r.transferred_from);
+    // How a warm-started tune began (server/warm_start.h); null when it did not.
+    json warm_start;
+    if (r.warm_start) {
+      const WarmStartReport& w = *r.warm_start;
+      warm_start = {{"from", w.from},        {"transferred_us", Us(w.transferred_us)},
+                    {"chosen", w.chosen},    {"rounds", w.rounds},
+                    {"seconds", w.seconds},  {"search_candidates", w.search_candidates},
+                    {"searched", w.searched}};
+    }
     regions.push_back({{"signature", r.signature},
                        {"nodes", nodes},
                        {"ops", r.ops},
@@ -43,7 +52,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"decision", r.decision},
                        {"margin", r.margin ? json(*r.margin) : json()},
                        {"rounds", r.rounds},
-                       {"transferred_from", transferred_from}});
+                       {"transferred_from", transferred_from},
+                       {"warm_start", warm_start}});
   }
   bool all_cached = !report.regions.empty();
   for (const RegionReport& r : report.regions)

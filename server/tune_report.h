@@ -9,6 +9,19 @@
 
 namespace fusetune {
 
+// A tune that started from a tuned member of the region's family (server/warm_start.h).
+struct WarmStartReport {
+  std::string from;           // the member's sizes that differ, "s1=256 (here 192)"
+  double transferred_us = 0;  // the transferred plan timed at this size (infinity: failed)
+  std::string chosen;         // which of transferred ("tuned"), greedy, unfused won there
+  int rounds = 0;             // paired rounds of that validation
+  double seconds = 0;         // the warm start's wall time (every warm region together)
+  // (group, schedule) pairs the region's search measured after the warm start, or, when it
+  // stopped there (`searched` false, --warm-only), would have measured and skipped.
+  int search_candidates = 0;
+  bool searched = true;
+};
+
 struct RegionReport {
   std::string signature;
   std::vector<ValueId> nodes;
@@ -31,6 +44,8 @@ struct RegionReport {
   int measured = 0;              // measured in this run
   int reused = 0;                // found in the store
   int pruned = 0;                // skipped by the cost model under the budget
+  // Set when this tune started from the plan of a tuned member of the region's family.
+  std::optional<WarmStartReport> warm_start;
 };
 
 struct TuneReport {

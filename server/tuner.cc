@@ -18,6 +18,7 @@
 #include "server/stored_plans.h"
 #include "server/tune_cache.h"
 #include "server/validation.h"
+#include "server/warm_start.h"
 
 namespace fusetune {
 
@@ -43,11 +44,18 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
   } else {
     const RooflineTarget roofline = Calibrate(cache, runner, options.search.budget > 0);
     MeasurementPlan plan = PlanMeasurements(policy, regions, to_search, cache, roofline);
+    const WarmStartResult warm = WarmStartRegions(policy, regions, options.warm_start,
+                                                  !options.use_cache, cache, runner, plan);
     const int measured = Measure(graph, plan, runner, cache);
-    const std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);
-    const std::vector<RegionWinner> winners = ValidateRegions(policy, regions, plan, tuned, runner);
+    std::vector<RegionWinner> winners = warm.final_winners;
+    if (!plan.regions.empty()) {
+      const std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);
+      for (RegionWinner& w : ValidateRegions(policy, regions, plan, tuned, runner))
+        winners.push_back(std::move(w));
+    }
     RecordBestPlans(policy, regions, winners, cache, report.regions);
     AddSearchCounts(plan, measured, report);
+    AddWarmStartReports(regions, warm, options.warm_start != WarmStart::kOnly, report);
     report.tuned_plan = CollectTunedPlan(graph, report.regions);
     // A graph that is one region was just timed whole by its validation: those are the totals.
     if (report.regions.size() == 1 &&

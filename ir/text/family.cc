@@ -104,6 +104,9 @@ class FamilyWriter {
     if (order_.whole && g_.tuple_output()) out += " tuple";
     for (ValueId o : order_.outputs) out += " " + Ref(o);
     out += "\n";
+    std::string loose;
+    SpellSymbols(out, &loose);
+    form_.loose_key = Hash128Hex(loose);
     form_.key = Hash128Hex(out);
     form_.inputs = std::move(order_.inputs);
     form_.nodes = std::move(order_.nodes);
@@ -112,13 +115,37 @@ class FamilyWriter {
   }
 
  private:
+  static constexpr char kMark = '\x01', kEnd = '\x02';
+
+  // Placeholders -> `sN` in `text`, and `?` in `loose`.
+  static void SpellSymbols(std::string& text, std::string* loose) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] != kMark) {
+        out += text[i];
+        *loose += text[i];
+        continue;
+      }
+      const size_t end = text.find(kEnd, i);
+      out += 's';
+      out.append(text, i + 1, end - i - 1);
+      *loose += '?';
+      i = end;
+    }
+    text = std::move(out);
+  }
+
   // Symbols are numbered in order of first appearance in the text, which follows the canonical
   // order, so corresponding sizes of two members get the same symbol.
   std::string Symbol(int64_t size) {
     if (IsLiteralSize(size)) return std::to_string(size);
     auto [it, fresh] = symbols_.emplace(size, static_cast<int>(form_.binding.size()));
     if (fresh) form_.binding.push_back(size);
-    return "s" + std::to_string(it->second);
+    form_.size_symbols.push_back(it->second);
+    // A placeholder, spelled out in Write(): `sN` in the text, `?` in the loose text. Control
+    // characters never occur raw in the text (attribute strings escape them).
+    return kMark + std::to_string(it->second) + kEnd;
   }
 
   std::string Type(const TensorType& t) {
@@ -157,6 +184,21 @@ FamilyForm CanonicalizeFamily(const Graph& graph, std::span<const ValueId> nodes
 std::string FamilyKey(const Graph& graph) { return CanonicalizeFamily(graph).key; }
 std::string FamilyKey(const Graph& graph, std::span<const ValueId> nodes) {
   return CanonicalizeFamily(graph, nodes).key;
+}
+
+bool EqualitiesRefine(const FamilyForm& member, const FamilyForm& here,
+                      std::vector<int64_t>* here_sizes) {
+  if (member.loose_key != here.loose_key || member.size_symbols.size() != here.size_symbols.size())
+    return false;
+  std::vector<int64_t> sizes(member.binding.size(), -1);
+  for (size_t i = 0; i < member.size_symbols.size(); ++i) {
+    int64_t& size = sizes[member.size_symbols[i]];
+    const int64_t ours = here.binding[here.size_symbols[i]];
+    if (size >= 0 && size != ours) return false;  // equal there, different here
+    size = ours;
+  }
+  if (here_sizes) *here_sizes = std::move(sizes);
+  return true;
 }
 
 std::string BindingText(std::span<const int64_t> binding) {

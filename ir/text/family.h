@@ -28,6 +28,13 @@ struct FamilyForm {
   std::vector<ValueId> inputs;   // the value named p<i>
   std::vector<ValueId> nodes;    // the node named n<i>
   std::vector<ValueId> outputs;  // in the order of the `out` line
+  // The family without its equalities: the key of the text with every symbol written `?`, so
+  // two regions that differ in sizes *and* in which sizes happen to be equal share it (the seed
+  // at S=64, where S equals the head size, and at S=128). `size_symbols` lists the symbol of each
+  // size written, in text order: two forms with one loose key list their sizes at corresponding
+  // places (EqualitiesRefine compares them).
+  std::string loose_key;
+  std::vector<int> size_symbols;
 };
 
 // A whole graph, or a set of nodes, exactly as Canonicalize (signature.h) scopes them. The order
@@ -38,6 +45,14 @@ FamilyForm CanonicalizeFamily(const Graph& graph, std::span<const ValueId> nodes
 
 std::string FamilyKey(const Graph& graph);
 std::string FamilyKey(const Graph& graph, std::span<const ValueId> nodes);
+
+// Whether `here` (a form with `member`'s loose key) keeps every equality of `member`: sizes that
+// are one symbol in the member are one symbol here (here may have more equalities, never fewer).
+// When so, `here_sizes` gets here's size of each of the member's symbols, a binding comparable
+// with member.binding (BindingDistance), and the member's plan may be carried over position by
+// position. False when the loose keys differ.
+bool EqualitiesRefine(const FamilyForm& member, const FamilyForm& here,
+                      std::vector<int64_t>* here_sizes = nullptr);
 
 // "s0=12 s1=256 s2=64".
 std::string BindingText(std::span<const int64_t> binding);

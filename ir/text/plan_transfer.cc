@@ -67,7 +67,9 @@ std::vector<size_t> RankByNearness(std::span<const int64_t> target,
 std::vector<PlanGroup> TransferPlan(const Graph& graph, const FamilyForm& here,
                                     const FamilyMember& member, std::span<const MemberGroup> groups,
                                     int threads) {
-  if (here.key != member.family.key) {
+  // Nodes correspond by position in one family, and in a family without its equalities as long
+  // as the region keeps the member's (the order never depends on sizes).
+  if (here.key != member.family.key && !EqualitiesRefine(member.family, here)) {
     throw UserError(fmt::format("the member's family {} is not the region's family {}",
                                 member.family.key, here.key));
   }

@@ -52,8 +52,11 @@ struct MemberGroup {
 
 // The member's plan on `graph`'s region (`here` = CanonicalizeFamily(graph, region nodes)):
 // groups of `graph`'s node ids, ascending, each lowerable, with its schedule adapted to the
-// region's sizes at `threads` (AdaptSchedule). Throws UserError when the member is of another
-// family or its plan does not cover it exactly once with lowerable groups.
+// region's sizes at `threads` (AdaptSchedule). The member may also be of the region's family
+// without equalities when the region keeps all of the member's (EqualitiesRefine: the seed at
+// S=64 takes S=128's plan); each group is then checked lowerable here like any other. Throws
+// UserError when the member is of another family or its plan does not cover the region exactly
+// once with lowerable groups.
 std::vector<PlanGroup> TransferPlan(const Graph& graph, const FamilyForm& here,
                                     const FamilyMember& member, std::span<const MemberGroup> groups,
                                     int threads);

@@ -67,6 +67,23 @@ TEST(DimsCli, CheckWithABindingIsTheStaticGraph) {
   EXPECT_EQ(json["params"][2]["type"], "Tensor[(12, 8, 16), float32]");
 }
 
+TEST(DimsCli, KernelBindsDimsLikeTheOtherCommands) {
+  auto bound = RunFusetune("kernel " + kDyn + " --group %0 --dim x.1,y.1=48 --print-llvm");
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_EQ(Contains(bound.out, "// template matmul"), "");
+  // The bound sizes reach the kernel: 12 x 48 x 48 outputs.
+  EXPECT_EQ(Contains(bound.out, "inputs [%x, %y]"), "");
+  auto other = RunFusetune("kernel " + kDyn + " --group %0 --dim x.1,y.1=40 --print-llvm");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(bound.out, other.out) << "the sizes change the kernel";
+  auto unbound = RunFusetune("kernel " + kDyn + " --group %0");
+  EXPECT_EQ(unbound.exit_code, 2);
+  EXPECT_EQ(Contains(unbound.err, "dimension 'x.1' (%x axis 1, %z axis 1) has no size"), "");
+  auto several = RunFusetune("kernel " + kDyn + " --group %0 --dim x.1,y.1=16,32");
+  EXPECT_EQ(several.exit_code, 2);
+  EXPECT_EQ(Contains(several.err, "kernel takes one size per dimension"), "");
+}
+
 TEST(DimsCli, EachKindOfBadBindingExitsTwoNamingTheDimension) {
   struct Bad {
     std::string args, message;

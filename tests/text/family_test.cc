@@ -132,6 +132,36 @@ TEST(Family, SensitiveToWhichSizesAreEqual) {
             Key("fn (%a: Tensor[(3, 5), float32], %b: Tensor[(3, 5), float32]) { add(%a, %b) }"));
 }
 
+TEST(Family, LooseKeyForgetsWhichSizesAreEqual) {
+  const FamilyForm f64 = CanonicalizeFamily(Parse(Seed(64)));
+  const FamilyForm f128 = CanonicalizeFamily(Parse(Seed(128)));
+  const FamilyForm f256 = CanonicalizeFamily(Parse(Seed(256)));
+  EXPECT_NE(f64.key, f128.key);
+  EXPECT_EQ(f64.loose_key, f128.loose_key);
+  EXPECT_EQ(f128.loose_key, f256.loose_key);
+  // Still sensitive to structure and to the literal sizes 0 and 1.
+  EXPECT_NE(CanonicalizeFamily(Parse(ReadExample("bert_layer_s128.relay"))).loose_key,
+            f128.loose_key);
+  EXPECT_NE(
+      CanonicalizeFamily(Parse("fn (%a: Tensor[(1, 5), float32], %b: Tensor[(4, 5), float32]) { "
+                               "add(%a, %b) }"))
+          .loose_key,
+      CanonicalizeFamily(Parse("fn (%a: Tensor[(3, 5), float32], %b: Tensor[(4, 5), float32]) { "
+                               "add(%a, %b) }"))
+          .loose_key);
+  // The text itself is unchanged by the placeholders: symbols as before, no control characters.
+  EXPECT_EQ(f128.text.find('\x01'), std::string::npos);
+  EXPECT_NE(f128.text.find("Tensor[(s0, s1, s2), float32]"), std::string::npos) << f128.text;
+  // 64 keeps every equality of 128 (and one more): 128's plan may move onto it, with 128's
+  // symbols s0, s1, s2 at 12, 64, 64 here. Not the other way: at 128, s1 and s2 of 64 differ.
+  std::vector<int64_t> here;
+  EXPECT_TRUE(EqualitiesRefine(f128, f64, &here));
+  EXPECT_EQ(here, (std::vector<int64_t>{12, 64, 64}));
+  EXPECT_FALSE(EqualitiesRefine(f64, f128));
+  EXPECT_TRUE(EqualitiesRefine(f128, f256, &here));
+  EXPECT_EQ(here, f256.binding);
+}
+
 TEST(Family, SizesInAttributesFollowTheirSymbols) {
   // reshape: newshape spells the output's sizes, by number or by the codes 0 (copy) and -1
   // (infer), which resolve to sizes too.

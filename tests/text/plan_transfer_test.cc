@@ -145,6 +145,43 @@ TEST(PlanTransfer, RefusesAPlanThatDoesNotFit) {
   EXPECT_EQ(TransferError(g, here, m, {{{0}, ""}, {{1, 2}, ""}}), "");
 }
 
+TEST(PlanTransfer, MovesOntoASizeThatEqualsAnother) {
+  // The seed at S=64 (= the head size) is another family than S=128, but keeps all of 128's
+  // equalities: 128's plans move onto it, each group checked lowerable there.
+  Graph g128 = Parse(Seed(128)), g64 = Parse(Seed(64));
+  std::vector<ValueId> n128 = AllNodes(g128), n64 = AllNodes(g64);
+  FamilyMember m = ReadFamilyMember(CanonicalText(g128, n128));
+  FamilyForm here = CanonicalizeFamily(g64, n64);
+  ASSERT_NE(here.key, m.family.key);
+  const std::vector<MemberGroup> one = {{{0, 1, 2}, ""}};
+  std::vector<PlanGroup> fused = TransferPlan(g64, here, m, one, 1);
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(fused[0].nodes, n64);
+  auto group128 = AnalyzeGroup(g128, n128);
+  auto group64 = AnalyzeGroup(g64, n64);
+  ASSERT_TRUE(group128 && group64);
+  for (const Schedule& s : ScheduleSpace(g128, *group128, 1)) {
+    const std::vector<MemberGroup> stored = {{{0, 1, 2}, s.ToString()}};
+    std::vector<PlanGroup> moved = TransferPlan(g64, here, m, stored, 1);
+    EXPECT_EQ(moved[0].schedule, AdaptSchedule(g128, *group128, s, g64, *group64, 1));
+  }
+  // A member at 64 does not move onto 128: its equality s1 = s2 does not hold there.
+  FamilyMember m64 = ReadFamilyMember(CanonicalText(g64, n64));
+  EXPECT_NE(TransferError(g128, CanonicalizeFamily(g128, n128), m64, {{{0, 1, 2}, ""}})
+                .find("is not the region's family"),
+            std::string::npos);
+  // BERT at S=64: every region of the layer takes S=128's greedy plan.
+  Graph b128 = Parse(Bert(128)), b64 = Parse(Bert(64));
+  FamilyMember bm = ReadFamilyMember(CanonicalText(b128, AllNodes(b128)));
+  FamilyForm bhere = CanonicalizeFamily(b64, AllNodes(b64));
+  ASSERT_NE(bhere.key, bm.family.key);
+  std::vector<PlanGroup> bert =
+      TransferPlan(b64, bhere, bm, Stored(b128, AllNodes(b128), GreedyPlan(b128)), 1);
+  Plan plan{"transferred", bert};
+  SortGroupsTopologically(b64, plan);
+  EXPECT_NO_THROW(ValidatePlan(b64, plan));
+}
+
 TEST(PlanTransfer, NearestMemberByLogRatio) {
   // 192 is nearer 256 (x1.33) than 128 (x1.5); 150 nearer 128.
   std::vector<std::vector<int64_t>> members = {{12, 128, 64}, {12, 256, 64}, {12, 512, 64}};

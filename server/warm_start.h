@@ -1,0 +1,62 @@
+#pragma once
+// Stage: warm start. A region to search whose family has a tuned member for this target and
+// thread count (server/plan_transfer.h) starts from that member's plan, adapted to its sizes:
+//
+//   1. the transferred plan is timed against greedy and unfused in the validation's paired rounds
+//      (server/validation.h, the noise rule: greedy is kept unless the transferred plan wins
+//      beyond noise);
+//   2. WarmStart::kOnly (`tune --warm-only`) stops there: the winner is the region's plan,
+//      measured at this size and stored like any validated plan, and the search's (group,
+//      schedule) measurements are skipped;
+//   3. otherwise the search runs as usual, with the family's groups and their adapted schedules
+//      measured first and never left out by --budget (the budget then goes to the other groups
+//      by the cost model), so the budget goes where the family says fusion pays.
+//
+// Why a flag and not a budget threshold: --budget counts (group, schedule) measurements beyond
+// the baselines, and a warm start measures none (it times three whole plans), so no budget value
+// means "stop at the warm start" the way MetaSchedule's max_trials=0 means "use the database".
+// A user asks for it; a region without a tuned family member is searched either way.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/job_runner.h"
+#include "server/measurement_planning.h"
+#include "server/plan_transfer.h"
+#include "server/region_formation.h"
+#include "server/request_policy.h"
+#include "server/tune_cache.h"
+#include "server/tune_options.h"
+#include "server/tune_report.h"
+#include "server/validation.h"
+
+namespace fusetune {
+
+struct WarmRegion {
+  size_t region = 0;          // index into the regions (a representative)
+  FamilyTransfer transfer;    // where its plan came from
+  RegionWinner winner;        // transferred vs greedy vs unfused at this size
+  int search_candidates = 0;  // (group, schedule) pairs its search measures (or would have)
+};
+
+struct WarmStartResult {
+  std::vector<WarmRegion> regions;
+  double seconds = 0;  // transfer and validation, wall time
+  // kOnly: the validated winners of the warm regions, which the search no longer holds.
+  std::vector<RegionWinner> final_winners;
+};
+
+// Runs steps 1-3 above on `plan` (from PlanMeasurements over the regions to search). With kOnly,
+// the warm regions leave `plan` (with the jobs only they needed) and their winners are in
+// final_winners; with kSearch, `plan` measures the family's groups first. kOff: nothing.
+// `retune`: the store's own plan for a region (a --no-cache tune) is not a member to start from.
+WarmStartResult WarmStartRegions(const RequestPolicy& policy,
+                                 const std::vector<TuneRegion>& regions, WarmStart mode,
+                                 bool retune, const TuneCache& cache, JobRunner& runner,
+                                 MeasurementPlan& plan);
+
+// Each warm region's WarmStartReport into the reports of the regions with its signature.
+void AddWarmStartReports(const std::vector<TuneRegion>& regions, const WarmStartResult& warm,
+                         bool searched, TuneReport& report);
+
+}  // namespace fusetune
