@@ -1,5 +1,5 @@
 #pragma once
-// The tuner's view of the store: the seven calls it makes (best plans, measurements, the target's
+// The tuner's view of the store: the calls it makes (best plans, measurements, the target's
 // roofline), with the keys built here once from the target, the thread count and kSearchVersion.
 // This file is the only one of the tuner that calls db::Cache.
 #include <optional>
@@ -32,6 +32,10 @@ class TuneCache {
   // Stores the records in one transaction, so a concurrent task never sees half of them; each
   // record's key needs only its group signature and schedule, the rest is filled in here.
   void PutMeasurements(std::vector<db::MeasurementRecord> records);
+
+  // Every ok measurement of this target at any thread count: what the learned schedule model
+  // trains on (server/schedule_model.h).
+  std::vector<db::MeasurementRecord> ListTargetMeasurements() const;
 
   // The target's measured peak and bandwidth, when calibrated before.
   std::optional<RooflineTarget> FindRoofline() const;

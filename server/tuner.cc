@@ -13,6 +13,7 @@
 #include "server/plan_choice.h"
 #include "server/plan_transfer.h"
 #include "server/region_formation.h"
+#include "server/schedule_search.h"
 #include "server/report_assembly.h"
 #include "server/request_policy.h"
 #include "server/stored_plans.h"
@@ -43,7 +44,8 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
   } else {
     const RooflineTarget roofline = Calibrate(cache, runner, options.search.budget > 0);
     MeasurementPlan plan = PlanMeasurements(policy, regions, to_search, cache, roofline);
-    const int measured = Measure(graph, plan, runner, cache);
+    const int measured = MeasureWithScheduleSearch(graph, plan, runner, cache,
+                                                   options.search.schedule_budget);
     const std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);
     const std::vector<RegionWinner> winners = ValidateRegions(policy, regions, plan, tuned, runner);
     RecordBestPlans(policy, regions, winners, cache, report.regions);
