@@ -15,6 +15,8 @@
 //            --measurements also the measurements of that target / thread count
 //   verify   re-time stored plans against greedy and unfused; replace one slower beyond noise
 //            (client/cmd_cache_verify.cc)
+//   model    the learned schedule model's rank correlation on held-out groups against the
+//            roofline's (client/cmd_cache_model.cc)
 //
 // Exit codes: 0 ok, 2 bad input, 3 `show` found nothing.
 #include <filesystem>
@@ -481,6 +483,7 @@ void RegisterCacheCommand(CLI::App& app) {
   rm->callback([f] { RunRm(*f); });
 
   RegisterCacheVerifyCommand(cache);
+  RegisterCacheModelCommand(cache);
 }
 
 }  // namespace fusetune::cli

@@ -11,6 +11,7 @@ void RegisterTuneCommand(CLI::App& app);
 void RegisterQueryCommand(CLI::App& app);
 void RegisterCacheCommand(CLI::App& app);
 void RegisterCacheVerifyCommand(CLI::App* cache);  // client/cmd_cache_verify.cc
+void RegisterCacheModelCommand(CLI::App* cache);   // client/cmd_cache_model.cc
 void RegisterSandboxChildCommand(CLI::App& app);
 void RegisterServeCommand(CLI::App& app);
 void RegisterWorkerCommand(CLI::App& app);

@@ -50,8 +50,13 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
          "--budget", f.budget,
          "measurements per region beyond the baselines, best first by the cost model (0: all)")
       ->check(InRange(limits::kBudget));
-  cmd->add_option("--schedules", f.schedules, "schedules tried per candidate group")
+  cmd->add_option("--schedules", f.schedules,
+                  "schedules measured first per candidate group: the default and the best ranked")
       ->check(InRange(limits::kSchedulesPerGroup));
+  cmd->add_option("--schedule-budget", f.schedule_budget,
+                  "further schedules per region, searched in rounds on its heaviest groups (0: "
+                  "none)")
+      ->check(InRange(limits::kScheduleBudget));
 }
 
 SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
@@ -85,6 +90,7 @@ SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
   }
   o.budget = f.budget;
   o.schedules_per_group = f.schedules;
+  o.schedule_budget = f.schedule_budget;
   return o;
 }
 

@@ -22,6 +22,7 @@ struct SearchFlags {
   std::vector<std::string> forbid;  // each "%1,%2"
   int budget = 0;
   int schedules = SearchOptions{}.schedules_per_group;
+  int schedule_budget = SearchOptions{}.schedule_budget;
 };
 
 // Adds --db, --threads and, when `search` is set, the search-space controls.

@@ -1,8 +1,13 @@
 // Schedule spaces per template. Knobs (see worker/codegen/templates/templates.h and
 // ir/matmul_schedule.h): element-wise, reduction and composite kernels have `vector` (lanes of the
-// innermost vectorized loop) and `parallel` (outer loop on the thread pool or not); matmul
-// kernels have their tiling knobs. The first schedule of a space is the default (empty for the
-// generic templates, so default measurements share one key whatever the target's width).
+// innermost vectorized loop: 4, 8, 16 or 32, where 32 on a 16-lane target is two registers per
+// step, i.e. an unroll by two and, for reductions and the row passes, two accumulator chains),
+// `parallel` (outer loop on the thread pool or not) and, for element-wise kernels, `tile`
+// (blocked visits when a read gathers along the row); matmul kernels have their tiling knobs.
+// The first schedule of a space is the default (empty for the generic templates, so default
+// measurements share one key whatever the target's width). Spaces are small enough to measure
+// whole under a budget; server/schedule_model.h ranks them and server/schedule_search.h decides
+// how much of each is measured.
 #include "ir/schedule_space.h"
 
 #include <fmt/format.h>
@@ -14,32 +19,47 @@
 namespace fusetune {
 namespace {
 
-MatmulLayout LayoutOf(const Graph& graph, const FusedGroup& group) {
-  const Value& anchor = graph.value(group.anchor);
-  std::vector<TensorType> in_types;
-  for (ValueId in : anchor.inputs) in_types.push_back(graph.value(in).type);
-  return anchor.op->matmul(in_types, anchor.attrs);
-}
-
 Schedule Knobs(std::initializer_list<std::pair<const char*, int64_t>> knobs) {
   Schedule s;
   for (const auto& [k, v] : knobs) s.Set(k, v);
   return s;
 }
 
+bool HasOp(const Graph& graph, const FusedGroup& group, const char* op) {
+  for (ValueId v : group.nodes)
+    if (graph.value(v).op->name == op) return true;
+  return false;
+}
+
 }  // namespace
+
+MatmulLayout MatmulLayoutOf(const Graph& graph, const FusedGroup& group) {
+  const Value& anchor = graph.value(group.anchor);
+  std::vector<TensorType> in_types;
+  for (ValueId in : anchor.inputs) in_types.push_back(graph.value(in).type);
+  return anchor.op->matmul(in_types, anchor.attrs);
+}
 
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads) {
   if (group.templ == GroupTemplate::kMatmul) {
-    auto space = MatmulScheduleSpace(LayoutOf(graph, group), threads);
+    auto space = MatmulScheduleSpace(MatmulLayoutOf(graph, group), threads);
     if (!space.empty()) return space;
     return {Schedule{}};
   }
-  // Generic templates: the default (widest vectors, parallel), half-width vectors (fewer masked
-  // lanes on short rows), and at several threads the serial variant (small kernels can lose more
-  // to the pool's hand-off than they gain).
-  std::vector<Schedule> space = {Schedule{}, Knobs({{"vector", 8}})};
-  if (threads > 1) space.push_back(Knobs({{"parallel", 0}}));
+  // Generic templates: the default (the target's widest vectors, parallel); half- and
+  // quarter-width vectors (fewer masked lanes on short rows); double width (two registers per
+  // step: more accumulator chains for reductions, an unroll for element-wise); plain row order
+  // for element-wise kernels that transpose (the default tiles them); and at several threads the
+  // serial variants (small kernels can lose more to the pool's hand-off than they gain).
+  std::vector<Schedule> space = {Schedule{}, Knobs({{"vector", 8}}), Knobs({{"vector", 32}}),
+                                 Knobs({{"vector", 4}})};
+  if (group.templ == GroupTemplate::kElementwise && HasOp(graph, group, "transpose"))
+    space.push_back(Knobs({{"tile", 0}}));
+  if (threads > 1) {
+    space.push_back(Knobs({{"parallel", 0}}));
+    space.push_back(Knobs({{"parallel", 0}, {"vector", 8}}));
+    space.push_back(Knobs({{"parallel", 0}, {"vector", 32}}));
+  }
   return space;
 }
 
@@ -50,7 +70,8 @@ Schedule AdaptSchedule(const Graph& from_graph, const FusedGroup& from, const Sc
                                 TemplateName(from.templ), TemplateName(to.templ)));
   }
   if (from.templ == GroupTemplate::kMatmul)
-    return AdaptMatmulSchedule(LayoutOf(from_graph, from), tuned, LayoutOf(to_graph, to), threads);
+    return AdaptMatmulSchedule(MatmulLayoutOf(from_graph, from), tuned,
+                               MatmulLayoutOf(to_graph, to), threads);
   return tuned;
 }
 

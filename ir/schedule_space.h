@@ -4,9 +4,13 @@
 #include <vector>
 
 #include "ir/fusion.h"
+#include "ir/op.h"
 #include "ir/plan.h"
 
 namespace fusetune {
+
+// The matmul problem of a kMatmul group's anchor.
+MatmulLayout MatmulLayoutOf(const Graph& graph, const FusedGroup& group);
 
 // The schedules worth measuring for `group` at `threads` threads; the first is the template's
 // default. Never empty.

@@ -12,7 +12,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
   libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
   python3-grpcio python3-protobuf python3-pytest python3-onnx
-  libopenblas0-pthread
+  libopenblas0-pthread libxgboost-dev
 )
 missing=()
 # shellcheck disable=SC2206

@@ -11,6 +11,7 @@
 #include "server/budget.h"
 #include "server/greedy_baseline.h"
 #include "server/noise.h"
+#include "server/schedule_model.h"
 #include "server/stage_log.h"
 
 namespace fusetune {
@@ -18,31 +19,24 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// A group first met: its schedules, what the store knows of them, and the model's estimate.
+// A group first met: its schedules in the ranker's order (the first --schedules of them planned,
+// the rest kept as candidates for the schedule search), what the store knows of them, and the
+// model's estimate of what fusing saves.
 GroupWork NewGroup(const Graph& g, const FusedGroup& group, std::string signature,
                    CanonicalForm canon, const SearchOptions& o, const TuneCache& cache,
-                   const RooflineTarget& roofline, int* reused) {
+                   const RooflineTarget& roofline, const ScheduleRanker& ranker, int* reused) {
   GroupWork gw;
   gw.signature = std::move(signature);
   gw.canon = std::move(canon);
   gw.group = group;
-  gw.schedules = ScheduleSpace(g, group, o.threads);
-  if (gw.schedules.empty()) gw.schedules.push_back({});
-  if (static_cast<int>(gw.schedules.size()) > o.schedules_per_group)
-    gw.schedules.resize(std::max(1, o.schedules_per_group));
-  gw.median_us.assign(gw.schedules.size(), kInf);
-  gw.rel_error.assign(gw.schedules.size(), 0);
-  gw.known.assign(gw.schedules.size(), false);
-  for (size_t s = 0; s < gw.schedules.size(); ++s) {
-    auto rec = cache.FindMeasurement(gw.signature, gw.schedules[s].ToString());
-    if (!rec) continue;
-    gw.known[s] = true;
-    if (rec->status == db::MeasurementStatus::kOk) {
-      gw.median_us[s] = rec->median_us;
-      gw.rel_error[s] = RelativeError(rec->median_us, rec->stddev_us, rec->repeat);
-    }
-    ++*reused;
-  }
+  std::vector<Schedule> space = ScheduleSpace(g, group, o.threads);
+  if (space.empty()) space.push_back({});
+  space = ranker.Rank(g, group, std::move(space));
+  const size_t first =
+      std::min(space.size(), static_cast<size_t>(std::max(1, o.schedules_per_group)));
+  gw.candidates.assign(space.begin() + static_cast<std::ptrdiff_t>(first), space.end());
+  space.resize(first);
+  for (Schedule& s : space) *reused += gw.Add(std::move(s), cache);
   double parts = 0;
   for (ValueId v : group.nodes) {
     auto single = AnalyzeGroup(g, std::vector<ValueId>{v});
@@ -68,6 +62,21 @@ PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missi
   }
   planned.schedules = std::move(missing);
   return planned;
+}
+
+bool GroupWork::Add(Schedule schedule, const TuneCache& cache) {
+  schedules.push_back(std::move(schedule));
+  median_us.push_back(kInf);
+  rel_error.push_back(0);
+  known.push_back(false);
+  auto rec = cache.FindMeasurement(signature, schedules.back().ToString());
+  if (!rec) return false;
+  known.back() = true;
+  if (rec->status == db::MeasurementStatus::kOk) {
+    median_us.back() = rec->median_us;
+    rel_error.back() = RelativeError(rec->median_us, rec->stddev_us, rec->repeat);
+  }
+  return true;
 }
 
 size_t GroupWork::best_index() const {
@@ -99,6 +108,9 @@ MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
                                  const RooflineTarget& roofline) {
   const Graph& g = policy.graph();
   MeasurementPlan plan;
+  const ScheduleRanker ranker =
+      ScheduleRanker::FromStore(cache, roofline, policy.options().threads);
+  plan.ranking = ranker.name();
   std::vector<std::vector<BudgetCandidate>> budget_input;
   for (size_t r : to_search) {
     const TuneRegion& tr = regions[r];
@@ -115,8 +127,8 @@ MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
       std::string sig = Hash128Hex(gc.text);
       auto it = plan.groups.find(sig);
       if (it == plan.groups.end()) {
-        GroupWork gw =
-            NewGroup(g, group, sig, std::move(gc), policy.options(), cache, roofline, &rs.reused);
+        GroupWork gw = NewGroup(g, group, sig, std::move(gc), policy.options(), cache, roofline,
+                                ranker, &rs.reused);
         it = plan.groups.emplace(sig, std::move(gw)).first;
       }
       const GroupWork& gw = it->second;

@@ -2,10 +2,11 @@
 // Stage: measurement planning. The candidate groups of the regions to search, deduplicated by
 // group signature (a group measured once serves every region and request that holds it), each
 // with its schedules and what the store already knows of them; the cost model's estimate of what
-// fusing each saves; the budget's pruning (server/budget.h); and the jobs still to run. Which
-// schedules a group tries is decided here (ScheduleSpace cut to --schedules): a schedule search
-// ranked by a cost model would choose them here too. Measurements are read from the store here and
-// written in server/measuring.cc, nowhere else.
+// fusing each saves; the budget's pruning (server/budget.h); and the jobs still to run.
+// Measurements are read from the store here and written in server/measuring.cc, nowhere else.
+// Which schedules a group tries first is decided here: its space (ir/schedule_space.h) in the
+// order of server/schedule_model.h, the first --schedules of it planned; the rest stay candidates
+// that the schedule search (server/schedule_search.h) measures under its per-region budget.
 #include <limits>
 #include <map>
 #include <set>
@@ -30,15 +31,19 @@ struct GroupWork {
   CanonicalForm canon;
   FusedGroup group;  // an instance in this graph
   std::vector<Schedule> schedules;
-  std::vector<double> median_us;  // per schedule; infinity = invalid or unmeasured
-  std::vector<double> rel_error;  // per schedule: the median's relative standard error (noise.h)
-  std::vector<bool> known;        // per schedule: a stored or fresh measurement exists
-  double benefit = 0;             // roofline estimate of what fusing saves (µs)
+  std::vector<double> median_us;     // per schedule; infinity = invalid or unmeasured
+  std::vector<double> rel_error;     // per schedule: the median's relative standard error (noise.h)
+  std::vector<bool> known;           // per schedule: a stored or fresh measurement exists
+  std::vector<Schedule> candidates;  // the rest of the space, best ranked first: not yet planned
+  double benefit = 0;                // roofline estimate of what fusing saves (µs)
   // The schedule used: the default (the first) unless another is faster beyond the noise of the
   // two measurements (server/noise.h), then the fastest such. best_us() is its time.
   size_t best_index() const;
   double best_us() const { return median_us[best_index()]; }
   Schedule best_schedule() const { return schedules[best_index()]; }
+  // Plans one more schedule, with the store's measurement of it when there is one (returns
+  // whether there was).
+  bool Add(Schedule schedule, const TuneCache& cache);
 };
 using MeasuredGroups = std::map<std::string, GroupWork>;  // by group signature
 
@@ -67,6 +72,9 @@ struct PlannedJob {
   MeasureJob job;
 };
 
+// The job that measures schedules `missing` (indices into gw.schedules) of one group.
+PlannedJob JobFor(const Graph& graph, const GroupWork& gw, std::vector<size_t> missing);
+
 struct MeasurementPlan {
   MeasuredGroups groups;
   std::vector<RegionSearch> regions;  // in search order
@@ -74,6 +82,7 @@ struct MeasurementPlan {
   std::vector<PlannedJob> jobs;
   int reused = 0;  // stored measurements found
   int pruned_schedules = 0;
+  std::string ranking;  // which order the schedules were planned in: "roofline" or "learned"
 };
 
 // The job that measures the schedules `missing` of one group (indices into gw.schedules).

@@ -17,8 +17,11 @@ struct SearchOptions {
   std::set<std::string> never_fuse_nodes;  // node names without '%', e.g. "3"
   std::vector<std::set<std::string>> forbidden_groups;  // exact node-name sets
   int budget = 0;               // measurements per region beyond the baselines; 0 = no limit
-  int schedules_per_group = 2;  // the default schedule plus knob variants (--schedules)
-  int threads = 1;              // threads the kernels run with (part of every key)
+  int schedules_per_group = 2;  // the default plus the best ranked, measured first (--schedules)
+  // Further schedules per region the schedule search measures, heaviest groups first
+  // (server/schedule_search.h, --schedule-budget); 0: none beyond --schedules.
+  int schedule_budget = 12;
+  int threads = 1;  // threads the kernels run with (part of every key)
 };
 
 // The accepted values of each numeric control of a request, written once: the command line's
@@ -38,6 +41,7 @@ inline constexpr ControlRange<int> kMaxKernelArgs{2, 1024};  // one input and on
 inline constexpr ControlRange<int> kMaxRegionNodes{1, 64};
 inline constexpr ControlRange<int> kSchedulesPerGroup{1, 64};
 inline constexpr ControlRange<int> kBudget{0, INT_MAX};  // 0: no limit
+inline constexpr ControlRange<int> kScheduleBudget{0, 100000};
 // Timing of each measurement (worker/timing.h's TimingOptions).
 inline constexpr ControlRange<int> kWarmup{0, 100};
 inline constexpr ControlRange<int> kRepeat{1, 1000};

@@ -44,6 +44,13 @@ void TuneCache::PutMeasurements(std::vector<db::MeasurementRecord> records) {
   store_.PutMeasurements(records);
 }
 
+std::vector<db::MeasurementRecord> TuneCache::ListTargetMeasurements() const {
+  db::MeasurementFilter filter;
+  filter.target_fingerprint = target_;
+  filter.status = db::MeasurementStatus::kOk;
+  return store_.ListMeasurements(filter);
+}
+
 std::optional<RooflineTarget> TuneCache::FindRoofline() const {
   std::optional<db::TargetRecord> rec = store_.FindTarget(target_);
   if (!rec || rec->peak_gflops <= 0) return std::nullopt;

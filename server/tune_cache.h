@@ -36,6 +36,10 @@ class TuneCache {
   // record's key needs only its group signature and schedule, the rest is filled in here.
   void PutMeasurements(std::vector<db::MeasurementRecord> records);
 
+  // Every ok measurement of this target at any thread count: what the learned schedule model
+  // trains on (server/schedule_model.h).
+  std::vector<db::MeasurementRecord> ListTargetMeasurements() const;
+
   // The target's measured peak and bandwidth, when calibrated before.
   std::optional<RooflineTarget> FindRoofline() const;
   void PutRoofline(const RooflineTarget& roofline);

@@ -13,6 +13,7 @@
 #include "server/plan_choice.h"
 #include "server/plan_transfer.h"
 #include "server/region_formation.h"
+#include "server/schedule_search.h"
 #include "server/report_assembly.h"
 #include "server/request_policy.h"
 #include "server/stored_plans.h"
@@ -46,7 +47,8 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     MeasurementPlan plan = PlanMeasurements(policy, regions, to_search, cache, roofline);
     const WarmStartResult warm = WarmStartRegions(policy, regions, options.warm_start,
                                                   !options.use_cache, cache, runner, plan);
-    const int measured = Measure(graph, plan, runner, cache);
+    const int measured = MeasureWithScheduleSearch(graph, plan, runner, cache,
+                                                   options.search.schedule_budget);
     std::vector<RegionWinner> winners = warm.final_winners;
     if (!plan.regions.empty()) {
       const std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);

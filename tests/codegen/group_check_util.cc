@@ -26,7 +26,8 @@ Graph ParseGraph(const std::string& relay) { return ParseRelay(relay, "test.rela
 
 std::vector<GroupResult> CheckGroups(const Graph& graph,
                                      const std::vector<std::vector<std::string>>& groups_in,
-                                     Tolerance tol, int threads, uint64_t seed) {
+                                     Tolerance tol, int threads, uint64_t seed,
+                                     const Schedule& schedule) {
   std::vector<std::vector<ValueId>> groups;
   if (groups_in.empty()) {
     for (ValueId v = 0; v < static_cast<ValueId>(graph.values().size()); ++v)
@@ -57,7 +58,7 @@ std::vector<GroupResult> CheckGroups(const Graph& graph,
       results.push_back(r);
       continue;
     }
-    auto kernel = codegen::CompileGroup(graph, *group, Schedule{}, SharedJit(),
+    auto kernel = codegen::CompileGroup(graph, *group, schedule, SharedJit(),
                                         {.opt_level = 3, .threads = threads});
     std::vector<Tensor> outs;
     std::vector<void*> buffers;

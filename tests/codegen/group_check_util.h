@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/plan.h"
 
 namespace fusetune::testing {
 
@@ -23,10 +24,12 @@ struct GroupResult {
 
 Graph ParseGraph(const std::string& relay);
 
-// `groups` lists node names (without '%'); empty: every node alone. `seed` picks the inputs.
+// `groups` lists node names (without '%'); empty: every node alone. `seed` picks the inputs;
+// every group is compiled with `schedule`.
 std::vector<GroupResult> CheckGroups(const Graph& graph,
                                      const std::vector<std::vector<std::string>>& groups,
-                                     Tolerance tol, int threads, uint64_t seed = 1);
+                                     Tolerance tol, int threads, uint64_t seed = 1,
+                                     const Schedule& schedule = {});
 
 // Every node of the graph in one group (the whole graph must be one legal group).
 GroupResult CheckWholeGraph(const std::string& relay, Tolerance tol, int threads,

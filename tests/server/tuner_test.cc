@@ -144,6 +144,7 @@ TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
   SearchOptions o;
   o.never_fuse_ops = {"nn.softmax"};  // keep the blocks apart
   o.schedules_per_group = 1;          // count groups, whatever knobs the templates offer
+  o.schedule_budget = 0;              // and no schedule search beyond them
   TuneOptions options;
   options.search = o;
   TuneReport r = Tune(g, options, store, backend);
@@ -236,6 +237,8 @@ TEST_F(TunerTest, EveryControlIsHonouredWithAWarmCacheAndLeavesTheStoredPlan) {
   for (const auto& [name, search] : controls) {
     TuneOptions options;
     options.search = search;
+    // Without the schedule search, whose budget a narrower request may spend on other schedules.
+    options.search.schedule_budget = 0;
     TuneReport r = Tune(g, options, store, backend);
     const RequestPolicy policy(g, search);
     std::string why;
@@ -337,6 +340,7 @@ TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
   TuneOptions options;
   options.search.budget = 2;
   options.search.schedules_per_group = 1;  // count groups, whatever knobs the templates offer
+  options.search.schedule_budget = 0;      // and no schedule search beyond them
   TuneReport r = Tune(g, options, store, backend);
   EXPECT_GT(r.pruned, 0);
   EXPECT_EQ(r.regions[0].pruned, r.pruned);

@@ -1,0 +1,78 @@
+#include "server/schedule_features.h"
+
+#include <cmath>
+
+#include "ir/matmul_schedule.h"
+#include "ir/schedule_space.h"
+#include "server/cost_model.h"
+
+namespace fusetune {
+namespace {
+
+float Log2(double x) { return static_cast<float>(std::log2(std::max(x, 1e-9))); }
+double Edge(int64_t size, int64_t tile) {
+  return static_cast<double>(size) / static_cast<double>((size + tile - 1) / tile * tile);
+}
+double Balance(double tasks, int threads) {
+  return threads <= 1 ? 1.0 : tasks / (std::ceil(tasks / threads) * threads);
+}
+
+}  // namespace
+
+std::vector<float> ScheduleFeatures(const Graph& graph, const FusedGroup& group,
+                                    const Schedule& schedule, int threads) {
+  std::vector<float> f(kScheduleFeatureCount, 0.0f);
+  int i = 0;
+  f[i + static_cast<int>(group.templ)] = 1;  // 0..3: the template
+  i += 4;
+  int injective = 0, reduce = 0, opaque = 0;
+  for (ValueId v : group.nodes) {
+    OpPattern p = graph.value(v).op->pattern;
+    injective += p == OpPattern::kInjective;
+    reduce += p == OpPattern::kCommReduce;
+    opaque += p == OpPattern::kOpaque || p == OpPattern::kOutEWiseFusable;
+  }
+  const RooflineTarget unit;  // only ratios matter to the model: fixed figures
+  const GroupCost cost = EstimateGroup(graph, group, unit);
+  f[i++] = static_cast<float>(group.nodes.size());
+  f[i++] = static_cast<float>(injective);
+  f[i++] = static_cast<float>(reduce + opaque);
+  f[i++] = Log2(cost.flops + 1);
+  f[i++] = Log2(cost.bytes + 1);
+  f[i++] = Log2((cost.flops + 1) / (cost.bytes + 1));
+  f[i++] = Log2(threads);
+  // 11..23: the matmul problem and its tiling.
+  if (group.templ == GroupTemplate::kMatmul) {
+    const MatmulLayout l = MatmulLayoutOf(graph, group);
+    const MatmulTiling t = ResolveMatmulTiling(l, schedule, threads);
+    f[i++] = Log2(l.m);
+    f[i++] = Log2(l.n);
+    f[i++] = Log2(l.k);
+    f[i++] = Log2(l.batch);
+    f[i++] = static_cast<float>(t.mr);
+    f[i++] = static_cast<float>(t.nr);
+    f[i++] = static_cast<float>(t.kc) / static_cast<float>(l.k);
+    f[i++] = Log2(t.mc);
+    f[i++] = Log2(t.nc);
+    f[i++] = static_cast<float>(t.ku * 8 + t.loop);
+    f[i++] = static_cast<float>(Edge(l.m, t.mr) * Edge(l.n, t.nr));
+    f[i++] = static_cast<float>(Balance(static_cast<double>(t.Tasks(l)), threads));
+    f[i++] = Log2(4.0 * t.kc * t.nc);
+  } else {
+    i += 13;
+  }
+  // 24..27: the generic knobs (their defaults for matmul groups: no meaning there).
+  f[i++] = static_cast<float>(schedule.Get("vector", 16));
+  f[i++] = static_cast<float>(schedule.Get("parallel", 1));
+  f[i++] = static_cast<float>(schedule.Get("tile", 1));
+  const Shape& out = graph.value(group.sink).type.shape;
+  f[i++] = Log2(out.empty() ? 1 : out.back());
+  // 28..29: the roofline's estimate, and against the group's default schedule.
+  const double est = EstimateSchedule(graph, group, schedule, unit, threads);
+  const double def = EstimateSchedule(graph, group, Schedule{}, unit, threads);
+  f[i++] = Log2(est);
+  f[i++] = Log2(est / def);
+  return f;
+}
+
+}  // namespace fusetune

@@ -1,0 +1,98 @@
+#include "server/schedule_model.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "ir/error.h"
+#include "ir/text/canonical_parser.h"
+#include "server/schedule_features.h"
+#include "server/tune_cache.h"
+
+namespace fusetune {
+
+std::vector<ScheduleSample> SamplesFromMeasurements(
+    const std::vector<db::MeasurementRecord>& records) {
+  struct Parsed {
+    Graph graph;
+    std::optional<FusedGroup> group;
+  };
+  std::map<std::string, std::optional<Parsed>> parsed;  // by group text: parsed once
+  std::vector<ScheduleSample> samples;
+  const RooflineTarget unit;
+  for (const db::MeasurementRecord& r : records) {
+    if (r.status != db::MeasurementStatus::kOk || !(r.median_us > 0)) continue;
+    auto it = parsed.find(r.group_text);
+    if (it == parsed.end()) {
+      std::optional<Parsed> p;
+      try {
+        Graph g = ParseCanonicalText(r.group_text);
+        std::vector<ValueId> nodes;
+        for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v)
+          if (g.value(v).kind == ValueKind::kNode) nodes.push_back(v);
+        auto group = AnalyzeGroup(g, nodes);
+        if (group) p = Parsed{std::move(g), std::move(group)};
+      } catch (const UserError&) {
+      }
+      it = parsed.emplace(r.group_text, std::move(p)).first;
+    }
+    if (!it->second) continue;
+    const Parsed& p = *it->second;
+    try {
+      const Schedule schedule = Schedule::Parse(r.key.schedule);
+      ScheduleSample s;
+      s.group = r.key.group_signature + "|" + r.key.target_fingerprint + "|" +
+                std::to_string(r.key.threads);
+      s.features = ScheduleFeatures(p.graph, *p.group, schedule, r.key.threads);
+      s.median_us = r.median_us;
+      s.roofline_us = EstimateSchedule(p.graph, *p.group, schedule, unit, r.key.threads);
+      samples.push_back(std::move(s));
+    } catch (const UserError&) {
+    }
+  }
+  return samples;
+}
+
+ScheduleRanker::ScheduleRanker(RooflineTarget roofline, int threads)
+    : roofline_(roofline), threads_(threads) {}
+
+ScheduleRanker ScheduleRanker::FromStore(const TuneCache& cache, RooflineTarget roofline,
+                                         int threads) {
+  ScheduleRanker ranker(roofline, threads);
+  std::unique_ptr<LearnedScheduleModel> model;
+  ranker.evaluation_ =
+      EvaluateScheduleModels(SamplesFromMeasurements(cache.ListTargetMeasurements()), &model);
+  const ScheduleModelEvaluation& e = ranker.evaluation_;
+  if (e.learned_better()) ranker.learned_ = std::move(model);
+  spdlog::debug(
+      "schedule ranking: {} ({} training samples; held-out Kendall learned {:.2f}, roofline "
+      "{:.2f} over {} pairs)",
+      ranker.name(), e.train_samples, e.learned.kendall, e.roofline.kendall, e.roofline.pairs);
+  return ranker;
+}
+
+std::vector<Schedule> ScheduleRanker::Rank(const Graph& graph, const FusedGroup& group,
+                                           std::vector<Schedule> space) const {
+  if (space.size() <= 2) return space;
+  std::vector<double> score;
+  if (learned_) {
+    std::vector<std::vector<float>> features;
+    for (const Schedule& s : space) features.push_back(ScheduleFeatures(graph, group, s, threads_));
+    score = learned_->Score(features);
+  } else {
+    for (const Schedule& s : space)
+      score.push_back(EstimateSchedule(graph, group, s, roofline_, threads_));
+  }
+  std::vector<size_t> order(space.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin() + 1, order.end(),
+                   [&](size_t a, size_t b) { return score[a] < score[b]; });
+  std::vector<Schedule> ranked;
+  for (size_t i : order) ranked.push_back(std::move(space[i]));
+  return ranked;
+}
+
+}  // namespace fusetune

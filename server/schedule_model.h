@@ -1,0 +1,50 @@
+#pragma once
+// The order in which a group's schedules are measured. The roofline's per-schedule estimate
+// (server/cost_model.h) first; a model learned from the store's measurements of the target
+// (server/learned_schedule_model.h) instead where it ranked held-out groups better than the
+// roofline did. Either only orders: the default schedule always comes first and is always
+// measured, and what is measured decides.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "db/records.h"
+#include "ir/fusion.h"
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "server/cost_model.h"
+#include "server/learned_schedule_model.h"
+
+namespace fusetune {
+
+class TuneCache;
+
+// The ok measurements of `records` as samples (features, time, the roofline's estimate);
+// records whose group text or schedule no longer parses or lowers are skipped.
+std::vector<ScheduleSample> SamplesFromMeasurements(
+    const std::vector<db::MeasurementRecord>& records);
+
+class ScheduleRanker {
+ public:
+  // The roofline's order.
+  ScheduleRanker(RooflineTarget roofline, int threads);
+  // Trains on the store's measurements of the cache's target and keeps the learned order only
+  // when it beat the roofline's on the held-out groups.
+  static ScheduleRanker FromStore(const TuneCache& cache, RooflineTarget roofline, int threads);
+
+  // `space` (its first entry the default) with the default first and the others fastest-first by
+  // the ranker's estimate; ties keep the space's order.
+  std::vector<Schedule> Rank(const Graph& graph, const FusedGroup& group,
+                             std::vector<Schedule> space) const;
+  // "learned" or "roofline".
+  std::string name() const { return learned_ ? "learned" : "roofline"; }
+  const ScheduleModelEvaluation& evaluation() const { return evaluation_; }
+
+ private:
+  RooflineTarget roofline_;
+  int threads_;
+  std::shared_ptr<const LearnedScheduleModel> learned_;
+  ScheduleModelEvaluation evaluation_;
+};
+
+}  // namespace fusetune

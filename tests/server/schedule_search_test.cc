@@ -1,0 +1,246 @@
+// The schedule dimension of the search: the roofline's per-schedule ranking, the learned model's
+// training and evaluation, the successive-halving search under a per-region budget, and reuse of
+// its measurements. The backend here times kernels by a bytes model in which one knob value is
+// truly faster, so what the search finds can be asserted exactly.
+#include <filesystem>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "db/cache.h"
+#include "db/database.h"
+#include "ir/fusion.h"
+#include "ir/schedule_space.h"
+#include "ir/text/relay_parser.h"
+#include "server/cost_model.h"
+#include "server/learned_schedule_model.h"
+#include "server/schedule_model.h"
+#include "server/schedule_search.h"
+#include "server/tuner.h"
+
+namespace fusetune {
+namespace {
+
+FusedGroup WholeGroup(const Graph& g) {
+  std::vector<ValueId> nodes;
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v)
+    if (g.value(v).kind == ValueKind::kNode) nodes.push_back(v);
+  return *AnalyzeGroup(g, nodes);
+}
+
+Schedule Knobs(std::initializer_list<std::pair<const char*, int64_t>> knobs) {
+  Schedule s;
+  for (const auto& [k, v] : knobs) s.Set(k, v);
+  return s;
+}
+
+// ---- the roofline per schedule ----
+
+TEST(ScheduleRoofline, ATileThatWastesRowsAtTheEdgeIsEstimatedSlower) {
+  // m = 13: a 4-row tile computes 16 rows, a 12-row tile 24.
+  Graph g = ParseRelay(
+      "fn (%x: Tensor[(13, 2048), float32], %w: Tensor[(64, 2048), float32]) { nn.dense(%x, %w) "
+      "}",
+      "t");
+  const FusedGroup group = WholeGroup(g);
+  RooflineTarget target;
+  target.bandwidth_gbs = 1000;  // memory out of the way: the tile's use of the FMAs decides
+  const double tall = EstimateSchedule(g, group, Knobs({{"mr", 12}, {"nr", 32}}), target, 1);
+  const double short_tile = EstimateSchedule(g, group, Knobs({{"mr", 4}, {"nr", 64}}), target, 1);
+  EXPECT_GT(tall, short_tile * 1.3);
+  EXPECT_EQ(EstimateSchedule(g, group, Knobs({{"nr", 24}}), target, 1),
+            std::numeric_limits<double>::infinity())
+      << "a schedule the template refuses";
+}
+
+TEST(ScheduleRoofline, SerialWinsForATinyKernelAndLosesForALargeOne) {
+  const RooflineTarget target;
+  Graph tiny = ParseRelay("fn (%x: Tensor[(4, 8), float32]) { exp(%x) }", "t");
+  Graph large = ParseRelay("fn (%x: Tensor[(512, 2048), float32]) { exp(%x) }", "t");
+  const Schedule serial = Knobs({{"parallel", 0}});
+  EXPECT_LT(EstimateSchedule(tiny, WholeGroup(tiny), serial, target, 2),
+            EstimateSchedule(tiny, WholeGroup(tiny), Schedule{}, target, 2));
+  EXPECT_GT(EstimateSchedule(large, WholeGroup(large), serial, target, 2),
+            EstimateSchedule(large, WholeGroup(large), Schedule{}, target, 2));
+}
+
+TEST(ScheduleRanking, TheDefaultStaysFirstAndTheOrderIsAPermutation) {
+  Graph g = ParseRelay("fn (%x: Tensor[(4, 8), float32]) { exp(%x) }", "t");
+  const FusedGroup group = WholeGroup(g);
+  std::vector<Schedule> space = ScheduleSpace(g, group, 2);
+  ScheduleRanker ranker(RooflineTarget{}, 2);
+  std::vector<Schedule> ranked = ranker.Rank(g, group, space);
+  ASSERT_EQ(ranked.size(), space.size());
+  EXPECT_EQ(ranked[0], Schedule{});
+  for (const Schedule& s : space) EXPECT_EQ(std::count(ranked.begin(), ranked.end(), s), 1);
+  // A tiny kernel at two threads: a serial variant is ranked right after the default.
+  EXPECT_EQ(ranked[1].Get("parallel", 1), 0);
+  EXPECT_EQ(ranker.name(), "roofline");
+}
+
+// ---- rank quality and the learned model ----
+
+ScheduleSample Sample(const std::string& group, double us, double roofline, float knob) {
+  ScheduleSample s;
+  s.group = group;
+  s.median_us = us;
+  s.roofline_us = roofline;
+  s.features.assign(8, 0.0f);
+  s.features[0] = knob;
+  s.features[1] = static_cast<float>(std::hash<std::string>{}(group) % 97);
+  return s;
+}
+
+TEST(RankQuality, ConcordantDiscordantAndNoisePairs) {
+  std::vector<ScheduleSample> s = {Sample("g", 10, 0, 0), Sample("g", 20, 0, 0),
+                                   Sample("g", 40, 0, 0), Sample("g", 40.5, 0, 0)};
+  RankQuality same = MeasureRankQuality(s, {1, 2, 3, 4});
+  EXPECT_EQ(same.groups, 1);
+  EXPECT_EQ(same.pairs, 5) << "40 against 40.5 is within the noise floor";
+  EXPECT_DOUBLE_EQ(same.kendall, 1.0);
+  EXPECT_NEAR(same.spearman, 1.0, 1e-9);
+  RankQuality reversed = MeasureRankQuality(s, {4, 3, 2, 1});
+  EXPECT_DOUBLE_EQ(reversed.kendall, -1.0);
+}
+
+TEST(LearnedScheduleModel, LearnsAnOrderTheRooflineMissesAndIsEvaluatedOnHeldOutGroups) {
+  // In every group the time falls with feature 0 (a knob); the "roofline" says the opposite.
+  std::vector<ScheduleSample> samples;
+  for (int g = 0; g < 60; ++g)
+    for (int k = 0; k < 5; ++k) {
+      const double us = (100.0 + g) / (1 + k);
+      samples.push_back(Sample("group" + std::to_string(g), us, 1.0 / us, static_cast<float>(k)));
+    }
+  const ScheduleModelEvaluation e = EvaluateScheduleModels(samples);
+  EXPECT_TRUE(e.trained);
+  EXPECT_GT(e.heldout_groups, 5);
+  EXPECT_GT(e.train_groups, e.heldout_groups);
+  EXPECT_EQ(e.train_samples + e.heldout_samples, static_cast<int>(samples.size()));
+  EXPECT_GT(e.learned.kendall, 0.9);
+  EXPECT_LT(e.roofline.kendall, -0.9);
+  EXPECT_TRUE(e.learned_better());
+
+  std::vector<ScheduleSample> few(samples.begin(), samples.begin() + 5 * 4);
+  EXPECT_EQ(LearnedScheduleModel::Train(few), nullptr) << "too few groups to learn from";
+}
+
+// ---- the successive-halving step ----
+
+TEST(ScheduleSearch, NeighboursOfTheBetterHalfComeFirst) {
+  GroupWork gw;
+  gw.schedules = {Schedule{}, Knobs({{"vector", 8}})};
+  gw.median_us = {10, 5};
+  gw.rel_error = {0.01, 0.01};
+  gw.known = {true, true};
+  gw.candidates = {Knobs({{"parallel", 0}}), Knobs({{"parallel", 0}, {"vector", 8}}),
+                   Knobs({{"vector", 4}})};
+  // The better half is vector=8 alone: its neighbours (one knob away) before the next ranked.
+  std::vector<Schedule> next = NextSchedules(gw, 2);
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_EQ(next[0], Knobs({{"parallel", 0}, {"vector", 8}}));
+  EXPECT_EQ(next[1], Knobs({{"vector", 4}}));
+  EXPECT_EQ(gw.candidates, std::vector<Schedule>{Knobs({{"parallel", 0}})});
+}
+
+// ---- the search in the tuner ----
+
+// Times by bytes moved; a kernel with vector=4 runs twice as fast (so the search must find it:
+// the roofline ranks it last among the vector widths).
+class KnobBackend : public MeasurementBackend {
+ public:
+  int plans_run = 0;
+  std::string TargetFingerprint() override { return "test-triple;test-cpu;+f"; }
+  std::vector<JobResult> RunJobs(const std::vector<MeasureJob>& jobs,
+                                 const std::function<void(size_t)>& on_done) override {
+    std::vector<JobResult> out;
+    for (const MeasureJob& job : jobs) {
+      Graph g = ParseRelay(job.graph_text, "job");
+      JobResult r;
+      r.id = job.id;
+      r.target = TargetFingerprint();
+      for (const JobPlan& jp : job.plans) {
+        Plan plan = PlanFromJson(g, jp.json, jp.name);
+        PlanResult t;
+        t.name = jp.name;
+        t.ok = true;
+        for (const PlanGroup& pg : plan.groups) {
+          auto group = AnalyzeGroup(g, pg.nodes);
+          double bytes = 0;
+          for (ValueId v : group->inputs) bytes += g.value(v).type.NumBytes();
+          for (ValueId v : group->outputs) bytes += g.value(v).type.NumBytes();
+          double us = (1.0 + bytes / 1024.0) * (pg.schedule.Get("vector", 16) == 4 ? 0.5 : 1.0);
+          t.kernel_us.push_back(us);
+          t.median_us += us;
+        }
+        t.number = 1;
+        t.repeat = 5;
+        t.min_us = t.median_us;
+        ++plans_run;
+        r.plans.push_back(t);
+      }
+      out.push_back(r);
+      if (on_done) on_done(out.size());
+    }
+    return out;
+  }
+};
+
+class ScheduleSearchTune : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() /
+            ("fusetune_schedule_search_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
+    std::filesystem::remove(path_);
+  }
+  void TearDown() override {
+    for (const char* suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(path_.string() + suffix);
+  }
+  std::filesystem::path path_;
+};
+
+const char* kChain = R"(fn (%x: Tensor[(64, 64), float32]) {
+  %0 = exp(%x);
+  negative(%0)
+})";
+
+int CountSchedules(db::Cache& store, const char* knob, int64_t value) {
+  int n = 0;
+  for (const db::MeasurementRecord& m : store.ListMeasurements())
+    n += Schedule::Parse(m.key.schedule).Get(knob, -1) == value;
+  return n;
+}
+
+TEST_F(ScheduleSearchTune, TheSearchFindsAFasterScheduleBeyondTheFirstRankedAndStoresIt) {
+  Graph g = ParseRelay(kChain, "chain.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  KnobBackend backend;
+  TuneOptions options;
+  options.search.schedule_budget = 0;
+  TuneReport without = Tune(g, options, store, backend);
+  EXPECT_EQ(CountSchedules(store, "vector", 4), 0) << "the first two ranked: default, vector=8";
+  for (const PlanGroup& pg : without.regions[0].plan) EXPECT_NE(pg.schedule.Get("vector", 16), 4);
+
+  store.DeleteBestPlans({});
+  options.search.schedule_budget = 12;
+  TuneReport with = Tune(g, options, store, backend);
+  EXPECT_GT(CountSchedules(store, "vector", 4), 0);
+  ASSERT_FALSE(with.regions[0].plan.empty());
+  for (const PlanGroup& pg : with.regions[0].plan) EXPECT_EQ(pg.schedule.Get("vector", 16), 4);
+  EXPECT_LT(with.regions[0].tuned_us, without.regions[0].tuned_us * 0.6);
+  EXPECT_LE(with.regions[0].measured, 3 * 2 + 12) << "the budget bounds the search";
+
+  // Every schedule measured is reused: the same search again measures no group.
+  store.DeleteBestPlans({});
+  const int before = backend.plans_run;
+  TuneReport again = Tune(g, options, store, backend);
+  EXPECT_EQ(again.candidates_measured, 0);
+  EXPECT_GT(again.measurements_reused, 0);
+  EXPECT_EQ(again.regions[0].plan.size(), with.regions[0].plan.size());
+  EXPECT_LE(backend.plans_run - before, 3 + 3) << "validation and the whole graph only";
+}
+
+}  // namespace
+}  // namespace fusetune
