@@ -22,6 +22,7 @@ struct SearchFlags {
   std::vector<std::string> forbid;  // each "%1,%2"
   int budget = 0;
   int schedules = SearchOptions{}.schedules_per_group;
+  bool no_horizontal = false;
 };
 
 // Adds --db, --threads and, when `search` is set, the search-space controls.

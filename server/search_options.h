@@ -19,6 +19,7 @@ struct SearchOptions {
   int budget = 0;               // measurements per region beyond the baselines; 0 = no limit
   int schedules_per_group = 2;  // the default schedule plus knob variants (--schedules)
   int threads = 1;              // threads the kernels run with (part of every key)
+  bool horizontal = true;       // sibling matmuls reading the same A may be one GEMM kernel
 };
 
 // The accepted values of each numeric control of a request, written once: the command line's
