@@ -102,6 +102,7 @@ v1::TuneOptions TuneOptionsToProto(const TuneOptions& o) {
   p.set_max_region_nodes(s.max_region_nodes);
   p.set_max_kernel_args(s.max_kernel_args);
   p.set_schedules_per_group(s.schedules_per_group);
+  p.set_no_horizontal(!s.horizontal);
   for (const std::string& op : s.never_fuse_ops) p.add_never_fuse_ops(op);
   for (const std::string& n : s.never_fuse_nodes) p.add_never_fuse_nodes("%" + n);
   for (const std::set<std::string>& group : s.forbidden_groups) {

@@ -57,6 +57,8 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
                   "further schedules per region, searched in rounds on its heaviest groups (0: "
                   "none)")
       ->check(InRange(limits::kScheduleBudget));
+  cmd->add_flag("--no-horizontal", f.no_horizontal,
+                "never fuse sibling matmuls that read the same input (Q, K, V) into one kernel");
 }
 
 SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
@@ -65,6 +67,7 @@ SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
   o.max_group_size = f.max_group_size;
   o.max_kernel_args = f.max_kernel_args;
   o.max_region_nodes = f.max_region_nodes;
+  o.horizontal = !f.no_horizontal;
   for (const auto& op : f.never_fuse_ops) {
     if (std::string problem = ControlOpProblem(op); !problem.empty())
       throw UserError("--never-fuse: " + problem);

@@ -23,6 +23,7 @@ struct SearchFlags {
   int budget = 0;
   int schedules = SearchOptions{}.schedules_per_group;
   int schedule_budget = SearchOptions{}.schedule_budget;
+  bool no_horizontal = false;
 };
 
 // Adds --db, --threads and, when `search` is set, the search-space controls.

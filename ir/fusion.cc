@@ -51,6 +51,119 @@ std::optional<FusedGroup> Reject(std::string* why_not, std::string message) {
   return std::nullopt;
 }
 
+// The members split into pieces connected by edges inside the group, each ascending, ordered by
+// first member.
+std::vector<std::vector<ValueId>> Components(const Graph& g,
+                                             const std::vector<std::vector<ValueId>>& users,
+                                             const std::vector<ValueId>& nodes,
+                                             const std::unordered_set<ValueId>& in_group) {
+  std::vector<std::vector<ValueId>> out;
+  std::unordered_set<ValueId> seen;
+  for (ValueId start : nodes) {
+    if (!seen.insert(start).second) continue;
+    std::vector<ValueId> piece{start}, stack{start};
+    while (!stack.empty()) {
+      ValueId v = stack.back();
+      stack.pop_back();
+      for (const std::vector<ValueId>* next :
+           std::array<const std::vector<ValueId>*, 2>{&users[v], &g.value(v).inputs})
+        for (ValueId n : *next)
+          if (in_group.count(n) && seen.insert(n).second) {
+            piece.push_back(n);
+            stack.push_back(n);
+          }
+    }
+    std::sort(piece.begin(), piece.end());
+    out.push_back(std::move(piece));
+  }
+  return out;
+}
+
+// Where a path that leaves the group re-enters it, if one does. Walks forward from outside users
+// of members; nodes after the last member cannot lead back.
+std::optional<ValueId> ReentryPoint(const std::vector<std::vector<ValueId>>& users,
+                                    const std::vector<ValueId>& nodes,
+                                    const std::unordered_set<ValueId>& in_group) {
+  const ValueId last = nodes.back();
+  std::unordered_set<ValueId> seen;
+  std::vector<ValueId> stack;
+  for (ValueId v : nodes)
+    for (ValueId u : users[v])
+      if (!in_group.count(u) && u < last && seen.insert(u).second) stack.push_back(u);
+  while (!stack.empty()) {
+    ValueId v = stack.back();
+    stack.pop_back();
+    for (ValueId u : users[v]) {
+      if (in_group.count(u)) return u;
+      if (u < last && seen.insert(u).second) stack.push_back(u);
+    }
+  }
+  return std::nullopt;
+}
+
+MatmulLayout AnchorLayout(const Graph& g, ValueId anchor) {
+  const Value& a = g.value(anchor);
+  std::vector<TensorType> in_types;
+  for (ValueId v : a.inputs) in_types.push_back(g.value(v).type);
+  return a.op->matmul(in_types, a.attrs);
+}
+
+// A group of several pieces (already known convex): each piece must be a matmul group with no
+// prologue, all reading the same A with the same layout.
+std::optional<FusedGroup> AnalyzeHorizontal(const Graph& g, FusedGroup group,
+                                            const std::vector<std::vector<ValueId>>& pieces,
+                                            std::string* why_not) {
+  if (pieces.size() > kMaxHorizontalParts)
+    return Reject(why_not, fmt::format("group is not connected ({} pieces; a horizontal matmul "
+                                       "joins at most {} sibling products)",
+                                       pieces.size(), kMaxHorizontalParts));
+  for (const std::vector<ValueId>& piece : pieces) {
+    std::string why;
+    std::optional<FusedGroup> part = AnalyzeGroup(g, piece, &why);
+    if (!part)
+      return Reject(why_not, fmt::format("group is not connected, and its piece with {} is not a "
+                                         "kernel: {}",
+                                         g.RefName(piece[0]), why));
+    if (part->templ != GroupTemplate::kMatmul)
+      return Reject(why_not, fmt::format("group is not connected, and its piece with {} is not a "
+                                         "matmul group (only sibling matmuls fuse horizontally)",
+                                         g.RefName(piece[0])));
+    const Value& anchor = g.value(part->anchor);
+    for (ValueId operand : anchor.inputs)
+      if (std::binary_search(part->nodes.begin(), part->nodes.end(), operand))
+        return Reject(why_not, fmt::format("{} in a horizontal matmul has a prologue; its operands "
+                                           "must be read from memory",
+                                           g.RefName(part->anchor)));
+    group.parts.push_back(std::move(*part));
+  }
+  std::sort(group.parts.begin(), group.parts.end(),
+            [](const FusedGroup& a, const FusedGroup& b) { return a.anchor < b.anchor; });
+  const FusedGroup& first = group.parts[0];
+  const ValueId a_value = g.value(first.anchor).inputs[0];
+  const MatmulLayout l0 = AnchorLayout(g, first.anchor);
+  for (const FusedGroup& part : group.parts) {
+    const ValueId anchor = part.anchor;
+    if (g.value(anchor).inputs[0] != a_value)
+      return Reject(why_not, fmt::format("{} and {} read different A operands; a horizontal "
+                                         "matmul shares one",
+                                         g.RefName(first.anchor), g.RefName(anchor)));
+    const MatmulLayout l = AnchorLayout(g, anchor);
+    if (l.batched != l0.batched || l.transpose_a != l0.transpose_a || l.batch != l0.batch ||
+        l.m != l0.m || l.k != l0.k)
+      return Reject(why_not, fmt::format("{} and {} read A with different layouts",
+                                         g.RefName(first.anchor), g.RefName(anchor)));
+    group.inputs.insert(group.inputs.end(), part.inputs.begin(), part.inputs.end());
+    group.outputs.insert(group.outputs.end(), part.outputs.begin(), part.outputs.end());
+  }
+  std::sort(group.inputs.begin(), group.inputs.end());
+  group.inputs.erase(std::unique(group.inputs.begin(), group.inputs.end()), group.inputs.end());
+  std::sort(group.outputs.begin(), group.outputs.end());
+  group.templ = GroupTemplate::kMatmul;
+  group.anchor = first.anchor;
+  group.sink = -1;
+  return group;
+}
+
 }  // namespace
 
 std::string_view TemplateName(GroupTemplate t) {
@@ -85,42 +198,15 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     for (ValueId in : g.values()[v].inputs) users[in].push_back(static_cast<ValueId>(v));
   std::unordered_set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
 
-  // Connected: every member reachable from the first along edges in either direction.
-  {
-    std::unordered_set<ValueId> seen{group.nodes[0]};
-    std::vector<ValueId> stack{group.nodes[0]};
-    while (!stack.empty()) {
-      ValueId v = stack.back();
-      stack.pop_back();
-      for (const std::vector<ValueId>* next :
-           std::array<const std::vector<ValueId>*, 2>{&users[v], &g.value(v).inputs})
-        for (ValueId n : *next)
-          if (in_group.count(n) && seen.insert(n).second) stack.push_back(n);
-    }
-    if (seen.size() != in_group.size()) return Reject(why_not, "group is not connected");
-  }
+  // Convex: no path leaves the group and re-enters it (for a horizontal group this also means no
+  // path runs between its parts).
+  if (std::optional<ValueId> at = ReentryPoint(users, group.nodes, in_group))
+    return Reject(why_not, fmt::format("group is not convex: a path leaves it and re-enters at {}",
+                                       g.RefName(*at)));
 
-  // Convex: no path leaves the group and re-enters it. Walk forward from outside users of members;
-  // nodes after the last member cannot lead back.
-  {
-    const ValueId last = group.nodes.back();
-    std::unordered_set<ValueId> seen;
-    std::vector<ValueId> stack;
-    for (ValueId v : group.nodes)
-      for (ValueId u : users[v])
-        if (!in_group.count(u) && u < last && seen.insert(u).second) stack.push_back(u);
-    while (!stack.empty()) {
-      ValueId v = stack.back();
-      stack.pop_back();
-      for (ValueId u : users[v]) {
-        if (in_group.count(u))
-          return Reject(why_not,
-                        fmt::format("group is not convex: a path leaves it and re-enters at {}",
-                                    g.RefName(u)));
-        if (u < last && seen.insert(u).second) stack.push_back(u);
-      }
-    }
-  }
+  // Connected, or else a horizontal matmul.
+  std::vector<std::vector<ValueId>> pieces = Components(g, users, group.nodes, in_group);
+  if (pieces.size() > 1) return AnalyzeHorizontal(g, std::move(group), pieces, why_not);
 
   // Inputs, outputs, sink.
   std::vector<ValueId> sinks;

@@ -16,6 +16,13 @@
 // before the store. A node whose value is used outside the group (or is a graph output) becomes an
 // extra kernel output; it must be the sink, the anchor, or an epilogue/element-wise node whose
 // shape equals the sink's, so it is stored at the same index as the sink.
+//
+// Horizontal fusion (a kMatmul group that is not connected): 2 to 4 parts, each a kMatmul group
+// of its own with no prologue (anchor and element-wise epilogue only), whose anchors read the same
+// value as A with the same layout (batch, m, k, A's transpose), and no path between the parts
+// (the union is convex). The code generator computes them as one GEMM, A·[B1;B2;..], each part's
+// epilogue storing its own outputs: the Q, K and V projections of attention in one kernel. No
+// TVM rule forms such a group (ir/greedy.cc never does); only the search chooses it, by measuring.
 #include <optional>
 #include <span>
 #include <string>
@@ -35,7 +42,16 @@ struct FusedGroup {
   ValueId sink = -1;             // the node no other group node reads
   std::vector<ValueId> inputs;   // values read from outside the group, ascending
   std::vector<ValueId> outputs;  // nodes whose value leaves the group, ascending (includes sink)
+  // Horizontal groups only: one kMatmul group per sibling product, in anchor order; `anchor` is
+  // the first part's and `sink` is -1 (each part has its own). Empty for every other group.
+  std::vector<FusedGroup> parts;
+
+  bool Horizontal() const { return !parts.empty(); }
 };
+
+// Parts of a horizontal group: 2 to 4 sibling products.
+inline constexpr size_t kMinHorizontalParts = 2;
+inline constexpr size_t kMaxHorizontalParts = 4;
 
 // Returns the group when lowerable; otherwise nullopt and, when `why_not` is given, the reason.
 std::optional<FusedGroup> AnalyzeGroup(const Graph& graph, std::span<const ValueId> nodes,

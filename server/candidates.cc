@@ -7,9 +7,18 @@
 // composite) or a never-fuse node is never extended, since no superset could be lowered. Each
 // produced set is then checked by the request's policy (RequestPolicy::OneKernel: AnalyzeGroup's
 // convexity and template match, the request's limits and forbidden groups).
+//
+// Horizontal groups (ir/fusion.h) are sibling products that read the same A: no edge joins them,
+// so the walk above never meets them. They are added afterwards: for each value read as A by two
+// or more fusable matmuls whose B is not computed in a group with them, every set of 2 to 4 of
+// those siblings (of the first 8), in two forms: the products alone, and each product with the
+// largest epilogue group the walk found for it (bias add and the like). Mixed forms are not
+// offered: they would multiply the measurements for what an epilogue choice decides anyway.
 #include "server/candidates.h"
 
 #include <algorithm>
+#include <bit>
+#include <map>
 #include <set>
 
 namespace fusetune {
@@ -51,6 +60,7 @@ class Enumerator {
       std::vector<ValueId> set{v};
       Extend(set, ext, v, IsAnchor(g_.value(v)) ? 1 : 0);
     }
+    if (policy_.options().horizontal) AddHorizontal();
     std::sort(out_.begin(), out_.end(), [](const FusedGroup& a, const FusedGroup& b) {
       if (a.nodes.size() != b.nodes.size()) return a.nodes.size() < b.nodes.size();
       return a.nodes < b.nodes;
@@ -80,6 +90,50 @@ class Enumerator {
       Extend(set, std::move(next_ext), root, w_anchors);
       set.pop_back();
     }
+  }
+
+  // A matmul group with no prologue: both operands are read from memory.
+  bool ProductAndEpilogue(const FusedGroup& g) const {
+    if (g.templ != GroupTemplate::kMatmul || g.Horizontal()) return false;
+    for (ValueId in : g_.value(g.anchor).inputs)
+      if (std::binary_search(g.nodes.begin(), g.nodes.end(), in)) return false;
+    return true;
+  }
+
+  void AddHorizontal() {
+    constexpr size_t kMaxSiblings = 8;
+    std::map<ValueId, const FusedGroup*> widest;  // per anchor
+    for (const FusedGroup& g : out_) {
+      if (!ProductAndEpilogue(g)) continue;
+      const FusedGroup*& w = widest[g.anchor];
+      if (!w || g.nodes.size() > w->nodes.size()) w = &g;
+    }
+    std::map<ValueId, std::vector<ValueId>> siblings;  // by A
+    for (const auto& [anchor, group] : widest) {
+      const Value& v = g_.value(anchor);
+      if (v.op->kind == OpKind::kMatmul && fusable_[anchor])
+        siblings[v.inputs[0]].push_back(anchor);
+    }
+    std::vector<std::vector<ValueId>> sets;
+    for (auto& [a, anchors] : siblings) {
+      if (anchors.size() < kMinHorizontalParts) continue;
+      if (anchors.size() > kMaxSiblings) anchors.resize(kMaxSiblings);
+      for (uint32_t mask = 1; mask < (1u << anchors.size()); ++mask) {
+        const size_t count = static_cast<size_t>(std::popcount(mask));
+        if (count < kMinHorizontalParts || count > kMaxHorizontalParts) continue;
+        std::vector<ValueId> alone, wide;
+        for (size_t i = 0; i < anchors.size(); ++i) {
+          if (!(mask & (1u << i))) continue;
+          alone.push_back(anchors[i]);
+          const std::vector<ValueId>& part = widest[anchors[i]]->nodes;
+          wide.insert(wide.end(), part.begin(), part.end());
+        }
+        std::sort(wide.begin(), wide.end());
+        sets.push_back(std::move(alone));
+        if (wide != sets.back()) sets.push_back(std::move(wide));
+      }
+    }
+    for (const std::vector<ValueId>& nodes : sets) Record(nodes);
   }
 
   void Record(const std::vector<ValueId>& nodes) {

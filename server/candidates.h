@@ -20,7 +20,9 @@ struct RefusedGroup {
 // forbidden). Every op node appears as a single-node group too, so the unfused plan is always in
 // the space. Ordered by (size, nodes). With `refused`, the connected sets that were met and
 // refused are listed there with the policy's reason (sets never met, because they would extend a
-// pinned node or hold two anchors, are not).
+// pinned node or hold two anchors, are not). Unless the request turns them off, horizontal groups
+// (sibling matmuls that read the same A, ir/fusion.h) are candidates too: they connect nodes that
+// no edge joins, so a region holds all the siblings of each.
 std::vector<FusedGroup> EnumerateCandidateGroups(const RequestPolicy& policy,
                                                  std::vector<RefusedGroup>* refused = nullptr);
 

@@ -29,7 +29,8 @@ RequestPolicy::RequestPolicy(const Graph& graph, SearchOptions options)
   narrower_ = !options_.never_fuse_ops.empty() || !options_.never_fuse_nodes.empty() ||
               !options_.forbidden_groups.empty() ||
               options_.max_group_size < defaults.max_group_size ||
-              options_.max_kernel_args < defaults.max_kernel_args;
+              options_.max_kernel_args < defaults.max_kernel_args ||
+              options_.horizontal < defaults.horizontal;
   wider_ = options_.max_group_size > defaults.max_group_size ||
            options_.max_kernel_args > defaults.max_kernel_args;
 }
@@ -67,6 +68,8 @@ std::optional<FusedGroup> RequestPolicy::OneKernel(std::span<const ValueId> node
   }
   std::optional<FusedGroup> group = AnalyzeGroup(*graph_, sorted, why_not);
   if (!group) return std::nullopt;
+  if (group->Horizontal() && !options_.horizontal)
+    return refuse("the request does not fuse sibling matmuls horizontally (--no-horizontal)");
   const int args = static_cast<int>(group->inputs.size() + group->outputs.size());
   if (!single && args > options_.max_kernel_args)
     return refuse(fmt::format("{} kernel arguments, more than the request's max args {}", args,

@@ -22,6 +22,7 @@ struct SearchOptions {
   // (server/schedule_search.h, --schedule-budget); 0: none beyond --schedules.
   int schedule_budget = 12;
   int threads = 1;  // threads the kernels run with (part of every key)
+  bool horizontal = true;  // sibling matmuls reading the same A may be one GEMM kernel
 };
 
 // The accepted values of each numeric control of a request, written once: the command line's

@@ -111,6 +111,7 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
                               "options.max_kernel_args");
   s.schedules_per_group = InRange(p.schedules_per_group(), defaults.schedules_per_group,
                                   limits::kSchedulesPerGroup, "options.schedules_per_group");
+  s.horizontal = !p.no_horizontal();
   for (int i = 0; i < p.never_fuse_ops_size(); ++i) {
     const std::string& op = p.never_fuse_ops(i);
     if (std::string problem = ControlOpProblem(op); !problem.empty())

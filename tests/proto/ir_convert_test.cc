@@ -106,8 +106,8 @@ std::string ReadFile(const std::string& path) {
 }
 
 TEST(GraphProto, ExamplesRoundTrip) {
-  for (const char* name :
-       {"bmm_where_s256.relay", "sub_exp_100x120x120.relay", "bert_layer_s128.relay"}) {
+  for (const char* name : {"bmm_where_s256.relay", "sub_exp_100x120x120.relay",
+                           "bert_layer_s128.relay", "qkv_attention.relay"}) {
     SCOPED_TRACE(name);
     std::string text = ReadFile(std::string(FUSETUNE_SOURCE_DIR) + "/examples/" + name);
     ASSERT_FALSE(text.empty());
@@ -350,6 +350,26 @@ TEST(PlanProto, BuiltInPlansRoundTripByName) {
   v1::Plan incomplete = PlanToProto(g, UnfusedPlan(g));
   incomplete.mutable_groups()->RemoveLast();
   EXPECT_THROW(PlanFromProto(g, incomplete), UserError);  // ValidatePlan: not a cover
+}
+
+TEST(PlanProto, AHorizontalGroupRoundTrips) {
+  // Sibling denses reading %x: one group whose nodes share no edge (ir/fusion.h).
+  Graph g = Parse(R"(fn (%x: Tensor[(8, 16), float32], %w0: Tensor[(24, 16), float32],
+                        %b0: Tensor[(24,), float32], %w1: Tensor[(40, 16), float32]) {
+    %0 = nn.dense(%x, %w0);
+    %1 = add(%0, %b0);
+    %2 = nn.dense(%x, %w1);
+    (%1, %2)
+  })");
+  Plan plan{"tuned", {{{0, 1, 2}, Schedule::Parse("mr=4,nr=32")}}};
+  plan.groups[0].nodes = {*g.FindByName("0"), *g.FindByName("1"), *g.FindByName("2")};
+  v1::Plan message = PlanToProto(g, plan);
+  ASSERT_EQ(message.groups_size(), 1);
+  EXPECT_EQ(message.groups(0).nodes_size(), 3);
+  Plan back = PlanFromProto(g, message);  // ValidatePlan inside: lowerable as one kernel
+  ASSERT_EQ(back.groups.size(), 1u);
+  EXPECT_EQ(back.groups[0].nodes, plan.groups[0].nodes);
+  EXPECT_EQ(back.groups[0].schedule, plan.groups[0].schedule);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/regions.h"
 #include "tests/server/random_graphs.h"
 
 namespace fusetune {
@@ -42,7 +43,7 @@ TEST(Candidates, MatchBruteForceOverAllSubsetsOfRandomDags) {
         if (mask >> i & 1) subset.push_back(nodes[i]);
       if (static_cast<int>(subset.size()) > options.max_group_size) continue;
       auto group = AnalyzeGroup(g, subset);
-      if (!group) continue;
+      if (!group || group->Horizontal()) continue;  // the connected sets; horizontal ones below
       if (subset.size() > 1 &&
           static_cast<int>(group->inputs.size() + group->outputs.size()) > options.max_kernel_args)
         continue;
@@ -51,7 +52,18 @@ TEST(Candidates, MatchBruteForceOverAllSubsetsOfRandomDags) {
     auto found = Enumerate(g, options);
     EXPECT_EQ(found.size(), AsSets(found).size())
         << "seed " << seed << ": a group was listed twice";
-    EXPECT_EQ(AsSets(found), expected) << "seed " << seed;
+    std::vector<FusedGroup> connected;
+    for (FusedGroup& group : found) {
+      if (!group.Horizontal()) {
+        connected.push_back(std::move(group));
+        continue;
+      }
+      // A horizontal candidate: lowerable, its parts sibling products of one A.
+      EXPECT_TRUE(AnalyzeGroup(g, group.nodes)) << "seed " << seed;
+      for (const FusedGroup& part : group.parts)
+        EXPECT_EQ(g.value(part.anchor).inputs[0], g.value(group.anchor).inputs[0]);
+    }
+    EXPECT_EQ(AsSets(connected), expected) << "seed " << seed;
   }
 }
 
@@ -121,6 +133,84 @@ TEST(Candidates, TwoAnchorsNeverShareAGroup) {
   b.SetOutputs({d2}, false);
   Graph g = std::move(b).Build();
   EXPECT_EQ(AsSets(Enumerate(g, {})), (std::set<std::vector<ValueId>>{{d1}, {d2}}));
+}
+
+// x read by three denses, each with a bias add, then a sum of the three (the sum makes the region
+// connected either way; horizontal groups are what join the denses without it).
+struct Qkv {
+  Graph graph;
+  std::vector<ValueId> dense, bias;
+};
+
+Qkv MakeQkv(bool joined) {
+  GraphBuilder b;
+  TensorType t{DType::kFloat32, {4, 8}};
+  ValueId x = b.AddParam("x", t);
+  Qkv q;
+  std::vector<ValueId> outs;
+  for (int i = 0; i < 3; ++i) {
+    ValueId w = b.AddParam("w" + std::to_string(i), TensorType{DType::kFloat32, {8, 8}});
+    ValueId bias = b.AddParam("b" + std::to_string(i), TensorType{DType::kFloat32, {8}});
+    q.dense.push_back(b.AddNode("nn.dense", {x, w}, {}));
+    q.bias.push_back(b.AddNode("add", {q.dense.back(), bias}, {}));
+    outs.push_back(q.bias.back());
+  }
+  if (joined) {
+    ValueId s = b.AddNode("add", {outs[0], outs[1]}, {});
+    outs = {b.AddNode("add", {s, outs[2]}, {})};
+  }
+  b.SetOutputs(outs, !joined);
+  q.graph = std::move(b).Build();
+  return q;
+}
+
+TEST(Candidates, SiblingMatmulsAreOfferedAsHorizontalGroups) {
+  Qkv q = MakeQkv(false);
+  std::set<std::vector<ValueId>> horizontal;
+  for (const FusedGroup& g : Enumerate(q.graph, {}))
+    if (g.Horizontal()) horizontal.insert(g.nodes);
+  const auto& d = q.dense;
+  const auto& b = q.bias;
+  // Every set of two or three siblings, as products alone and with their bias adds.
+  EXPECT_EQ(horizontal, (std::set<std::vector<ValueId>>{
+                            {d[0], d[1]},
+                            {d[0], b[0], d[1], b[1]},
+                            {d[0], d[2]},
+                            {d[0], b[0], d[2], b[2]},
+                            {d[1], d[2]},
+                            {d[1], b[1], d[2], b[2]},
+                            {d[0], d[1], d[2]},
+                            {d[0], b[0], d[1], b[1], d[2], b[2]},
+                        }));
+  // Regions: the siblings share no edge, yet the horizontal groups put them in one region.
+  auto regions = BuildRegions(q.graph, Enumerate(q.graph, {}), 40);
+  ASSERT_EQ(regions.size(), 1u);
+  EXPECT_EQ(regions[0].nodes.size(), 6u);
+
+  SearchOptions off;
+  off.horizontal = false;
+  for (const FusedGroup& g : Enumerate(q.graph, off)) EXPECT_FALSE(g.Horizontal());
+  EXPECT_EQ(BuildRegions(q.graph, Enumerate(q.graph, off), 40).size(), 3u);
+  // The policy refuses them by name, and a request without them is narrower than the default.
+  RequestPolicy policy(q.graph, off);
+  std::string why;
+  EXPECT_FALSE(policy.OneKernel(std::vector<ValueId>{d[0], d[1]}, &why));
+  EXPECT_NE(why.find("--no-horizontal"), std::string::npos) << why;
+  EXPECT_FALSE(policy.MayStoreBestPlan());
+  EXPECT_TRUE(RequestPolicy(q.graph, {}).MayStoreBestPlan());
+}
+
+TEST(Candidates, HorizontalGroupsHonourTheRequestsLimits) {
+  Qkv q = MakeQkv(true);
+  SearchOptions small;
+  small.max_group_size = 4;
+  for (const FusedGroup& g : Enumerate(q.graph, small)) EXPECT_LE(g.nodes.size(), 4u);
+  SearchOptions no_dense;
+  no_dense.never_fuse_nodes = {q.graph.value(q.dense[1]).name};
+  for (const FusedGroup& g : Enumerate(q.graph, no_dense)) {
+    if (!g.Horizontal()) continue;
+    EXPECT_FALSE(std::binary_search(g.nodes.begin(), g.nodes.end(), q.dense[1]));
+  }
 }
 
 }  // namespace

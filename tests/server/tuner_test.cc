@@ -441,5 +441,69 @@ TEST_F(TunerTest, ADisturbedValidationRoundDoesNotChangeTheStoredPlan) {
   }
 }
 
+// Q, K and V projections of one input with their bias adds, summed (a connected region either way).
+const char* kQkv =
+    R"(fn (%x: Tensor[(16, 32), float32], %wq: Tensor[(32, 32), float32], %bq: Tensor[(32,), float32],
+    %wk: Tensor[(32, 32), float32], %bk: Tensor[(32,), float32], %wv: Tensor[(32, 32), float32],
+    %bv: Tensor[(32,), float32]) {
+  %0 = nn.dense(%x, %wq);
+  %1 = add(%0, %bq);
+  %2 = nn.dense(%x, %wk);
+  %3 = add(%2, %bk);
+  %4 = nn.dense(%x, %wv);
+  %5 = add(%4, %bv);
+  (%1, %3, %5)
+})";
+
+bool AnyHorizontal(const Graph& g, const std::vector<PlanGroup>& plan) {
+  for (const PlanGroup& pg : plan)
+    if (AnalyzeGroup(g, pg.nodes)->Horizontal()) return true;
+  return false;
+}
+
+TEST_F(TunerTest, AHorizontalPlanIsStoredAndServedAndNoHorizontalAvoidsIt) {
+  // Under the bytes model one kernel reading %x once beats three: the search picks the
+  // horizontal group, stores it, and a later request is answered with it from the store (a
+  // reopened file), its groups mapped back onto the graph.
+  Graph g = ParseRelay(kQkv, "qkv.relay");
+  std::vector<PlanGroup> stored;
+  {
+    db::Database database(path_.string());
+    db::Cache store(database);
+    ModelBackend backend;
+    TuneReport r = Tune(g, {}, store, backend);
+    ASSERT_EQ(r.regions.size(), 1u);
+    ASSERT_EQ(r.regions[0].plan.size(), 1u);
+    EXPECT_EQ(r.regions[0].plan[0].nodes.size(), 6u);
+    EXPECT_TRUE(AnyHorizontal(g, r.regions[0].plan));
+    stored = r.regions[0].plan;
+  }
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  TuneReport again = Tune(g, {}, store, backend);
+  EXPECT_EQ(backend.jobs_run, 0);
+  ASSERT_EQ(again.regions.size(), 1u);
+  EXPECT_TRUE(again.regions[0].cached);
+  ASSERT_EQ(again.regions[0].plan.size(), 1u);
+  EXPECT_EQ(again.regions[0].plan[0].nodes, stored[0].nodes);
+  Plan plan{"tuned", again.regions[0].plan};
+  ValidatePlan(g, plan);
+
+  // --no-horizontal: the stored plan does not honour the request, so it searches; no group of
+  // its plan is horizontal, and its plan does not replace the stored one.
+  TuneOptions off;
+  off.search.horizontal = false;
+  TuneReport apart = Tune(g, off, store, backend);
+  for (const RegionReport& region : apart.regions) {
+    EXPECT_FALSE(region.cached);
+    EXPECT_FALSE(AnyHorizontal(g, region.plan));
+  }
+  TuneReport after = Tune(g, {}, store, backend);
+  ASSERT_EQ(after.regions.size(), 1u);
+  EXPECT_TRUE(after.regions[0].cached);
+  EXPECT_EQ(after.regions[0].plan[0].nodes, stored[0].nodes);
+}
+
 }  // namespace
 }  // namespace fusetune

@@ -16,7 +16,9 @@
 #include "ir/group_expr.h"
 #include "ir/matmul_schedule.h"
 #include "worker/codegen/scalar_lowering.h"
+#include "worker/codegen/templates/horizontal_matmul.h"
 #include "worker/codegen/templates/matmul_emit.h"
+#include "worker/codegen/templates/matmul_group.h"
 #include "worker/codegen/templates/matmul_leaves.h"
 
 namespace fusetune::codegen {
@@ -26,25 +28,6 @@ using llvm::Value;
 
 constexpr int kLanes = 16;
 constexpr int64_t kPackedABytes = 256 << 10;  // the A block a prologue is evaluated into
-
-// Buffer numbers of the kernel ABI: group inputs, then outputs.
-class BufferMap {
- public:
-  explicit BufferMap(const FusedGroup& g) {
-    int i = 0;
-    for (ValueId v : g.inputs) index_[v] = i++;
-    for (ValueId v : g.outputs) index_[v] = i++;
-  }
-  int Of(ValueId v) const {
-    auto it = index_.find(v);
-    FT_CHECK(it != index_.end(), fmt::format("value {} has no kernel buffer", v));
-    return it->second;
-  }
-  bool Has(ValueId v) const { return index_.count(v) != 0; }
-
- private:
-  std::map<ValueId, int> index_;
-};
 
 Value* BufferBase(MatmulBuilder& b, Value* buffers, int index) {
   auto* ptr = llvm::PointerType::get(b.getContext(), 0);
@@ -252,6 +235,31 @@ bool IsIdentityIndex(const std::vector<IndexExpr>& index) {
 
 }  // namespace
 
+std::unique_ptr<TileEpilogue> MakeGroupEpilogue(const Graph& graph, const FusedGroup& group,
+                                                const BufferMap& buffers, int* acc_buffer) {
+  const Shape& out_shape = graph.value(group.anchor).type.shape;
+  if (acc_buffer) *acc_buffer = -1;
+  std::vector<OutputPlan> outputs;
+  for (ValueId v : group.outputs) {
+    const TensorType& type = graph.value(v).type;
+    FT_CHECK(
+        type.shape == out_shape,
+        fmt::format("matmul group output {} does not have the anchor's shape", graph.RefName(v)));
+    OutputPlan plan{v, buffers.Of(v), type.dtype, v == group.anchor, {}};
+    if (!plan.is_anchor) {
+      plan.expr = InlineValue(graph, group, v, IdentityCoords(type.rank()));
+      for (const ExprLeaf& leaf : plan.expr.leaves) {
+        FT_CHECK(leaf.kind != ExprLeaf::Kind::kAnchor || IsIdentityIndex(leaf.index),
+                 "an epilogue reads the anchor away from its own position");
+      }
+    }
+    // Partial sums between k blocks go through the first float32 output.
+    if (acc_buffer && *acc_buffer < 0 && type.dtype == DType::kFloat32) *acc_buffer = plan.buffer;
+    outputs.push_back(std::move(plan));
+  }
+  return std::make_unique<GroupEpilogue>(graph, buffers, out_shape, std::move(outputs));
+}
+
 MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group) {
   FT_CHECK(group.templ == GroupTemplate::kMatmul && group.anchor >= 0, "not a matmul group");
   const fusetune::Value& anchor = graph.value(group.anchor);
@@ -263,6 +271,8 @@ MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group) {
 llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const FusedGroup& group,
                                  const Schedule& schedule, const TargetInfo& target,
                                  const std::string& symbol, int threads) {
+  if (group.Horizontal())
+    return EmitHorizontalMatmulKernel(module, graph, group, schedule, target, symbol, threads);
   const fusetune::Value& anchor = graph.value(group.anchor);
   const MatmulLayout layout = GroupMatmulLayout(graph, group);
   for (ValueId v : {anchor.inputs[0], anchor.inputs[1], group.anchor}) {
@@ -272,7 +282,6 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
                       graph.RefName(v), anchor.op->name, DTypeName(graph.value(v).type.dtype)));
   }
   BufferMap buffers(group);
-  const Shape& out_shape = anchor.type.shape;
 
   MatmulKernelDesc desc;
   desc.name = symbol;
@@ -300,28 +309,11 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
     t.mc = std::min(t.mc, rows);
   }
 
-  std::vector<OutputPlan> outputs;
-  for (ValueId v : group.outputs) {
-    const TensorType& type = graph.value(v).type;
-    FT_CHECK(
-        type.shape == out_shape,
-        fmt::format("matmul group output {} does not have the anchor's shape", graph.RefName(v)));
-    OutputPlan plan{v, buffers.Of(v), type.dtype, v == group.anchor, {}};
-    if (!plan.is_anchor) {
-      plan.expr = InlineValue(graph, group, v, IdentityCoords(type.rank()));
-      for (const ExprLeaf& leaf : plan.expr.leaves) {
-        FT_CHECK(leaf.kind != ExprLeaf::Kind::kAnchor || IsIdentityIndex(leaf.index),
-                 "an epilogue reads the anchor away from its own position");
-      }
-    }
-    // Partial sums between k blocks go through the first float32 output.
-    if (desc.acc_buffer < 0 && type.dtype == DType::kFloat32) desc.acc_buffer = plan.buffer;
-    outputs.push_back(std::move(plan));
-  }
+  std::unique_ptr<TileEpilogue> epilogue =
+      MakeGroupEpilogue(graph, group, buffers, &desc.acc_buffer);
   if (desc.acc_buffer < 0) desc.tiling.kc = layout.k;  // nowhere to keep partial sums: one k block
 
-  GroupEpilogue epilogue(graph, buffers, out_shape, std::move(outputs));
-  return EmitMatmulFunction(module, desc, epilogue, target);
+  return EmitMatmulFunction(module, desc, *epilogue, target);
 }
 
 }  // namespace fusetune::codegen

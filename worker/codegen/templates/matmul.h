@@ -28,10 +28,11 @@ class Module;
 
 namespace fusetune::codegen {
 
-// The anchor's product layout.
+// The anchor's product layout (for a horizontal group, its first part's).
 MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group);
 
-// Emits `void symbol(void** buffers)` (kernel_abi.h: group inputs, then outputs) into `module`.
+// Emits `void symbol(void** buffers)` (kernel_abi.h: group inputs, then outputs) into `module`;
+// a horizontal group (FusedGroup::Horizontal()) goes to EmitHorizontalMatmulKernel.
 // `threads` is the thread count the kernel will run with: it resolves the schedule's unset knobs
 // (cache blocks that give every thread work). Throws UserError naming what the template does not
 // handle (an operand that is not float32, a bad schedule knob).

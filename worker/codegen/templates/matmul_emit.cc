@@ -368,7 +368,7 @@ Function* Emitter::EmitTask() {
                         ? b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, b_bytes, "a_packed")
                         : nullptr;
   auto base_of = [&](const MatmulOperand& op) -> Value* {
-    if (op.compute) return llvm::Constant::getNullValue(ptr_);
+    if (op.compute || op.buffer < 0) return llvm::Constant::getNullValue(ptr_);
     return b.CreateAlignedLoad(ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, op.buffer),
                                llvm::Align(8));
   };
@@ -434,7 +434,9 @@ Function* Emitter::EmitTask() {
       BasicBlock* compute = BasicBlock::Create(ctx_, "compute", f);
       b.CreateCondBr(need_pack, pack_block, compute);
       b.SetInsertPoint(pack_block);
-      if (d_.b.compute) {
+      if (d_.pack_b) {
+        d_.pack_b(b, buffers, bi, nb0, n_count, k0, k_count, nr, scratch);
+      } else if (d_.b.compute) {
         // Prologue on B: evaluate each element into the packed layout; columns past N are zero.
         Value* n_padded =
             b.CreateMul(b.CreateSDiv(b.CreateAdd(n_count, I64(nr - 1)), I64(nr)), I64(nr));

@@ -98,11 +98,20 @@ class StoreEpilogue : public TileEpilogue {
   int64_t n_;
 };
 
+// Emits the packing of one B block, replacing the emitter's own: columns [n0, n0 + n_count) and
+// k in [k0, k0 + k_count) of batch `b`, into `out` in fusetune_mm_pack_b's panel layout (panels of
+// `nr` columns, columns past the block zero). Horizontal fusion sets it: its B is several
+// weights side by side (templates/horizontal_matmul.cc).
+using PackBFn = std::function<void(MatmulBuilder& builder, llvm::Value* buffers, llvm::Value* b,
+                                   llvm::Value* n0, llvm::Value* n_count, llvm::Value* k0,
+                                   llvm::Value* k_count, int64_t nr, llvm::Value* out)>;
+
 struct MatmulKernelDesc {
   std::string name;  // the kernel's symbol; helper functions get it as a prefix
   MatmulLayout layout;
   MatmulTiling tiling;
   MatmulOperand a, b;
+  PackBFn pack_b;  // set: packs B instead of `b` (whose buffer is then -1)
   // A float32 output of shape [batch * M, N] that holds partial sums between k blocks. -1 when
   // the group has none: the emitter then uses one k block (kc = K).
   int acc_buffer = -1;

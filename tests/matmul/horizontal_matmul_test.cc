@@ -1,0 +1,165 @@
+// Horizontal matmul kernels (templates/horizontal_matmul.h) against the reference interpreter:
+// sibling denses and batch_matmuls with their epilogues at odd sizes (n not a multiple of 16,
+// m = 1), light and heavy epilogues, extra outputs, every schedule of the space, 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/fusion.h"
+#include "ir/interpreter.h"
+#include "ir/matmul_schedule.h"
+#include "ir/text/relay_parser.h"
+#include "worker/codegen/jit.h"
+#include "worker/codegen/kernel_abi.h"
+#include "worker/codegen/runtime/thread_pool.h"
+#include "worker/codegen/templates/matmul.h"
+
+namespace fusetune::codegen {
+namespace {
+
+Jit& TheJit() {
+  static Jit jit;
+  return jit;
+}
+
+struct Fixture {
+  Graph graph;
+  FusedGroup group;
+  std::vector<Tensor> values;
+  std::vector<Tensor> inputs;
+};
+
+Fixture Prepare(const std::string& text, const std::vector<std::string>& names) {
+  Fixture f{ParseRelay(text, "test.relay"), {}, {}, {}};
+  std::vector<ValueId> nodes;
+  for (const std::string& n : names) nodes.push_back(f.graph.FindByName(n).value());
+  std::string why;
+  auto group = AnalyzeGroup(f.graph, nodes, &why);
+  EXPECT_TRUE(group.has_value()) << why;
+  if (!group) return f;
+  f.group = *group;
+  EXPECT_TRUE(f.group.Horizontal());
+  f.values = InterpretAll(f.graph, RandomInputs(f.graph, 7));
+  for (ValueId v : f.group.inputs) f.inputs.push_back(f.values[v]);
+  return f;
+}
+
+double MaxError(const Fixture& f, const Schedule& schedule, int threads) {
+  Jit& jit = TheJit();
+  auto module = jit.NewModule("hmm");
+  std::string symbol = jit.UniqueName("hmm_group");
+  EmitMatmulKernel(module->module(), f.graph, f.group, schedule, jit.target(), symbol, threads);
+  jit.Verify(*module);
+  jit.Optimize(*module, 3);
+  auto code = jit.Load(std::move(module));
+  auto fn = reinterpret_cast<KernelFn>(code->Lookup(symbol));
+
+  std::vector<Tensor> outputs;
+  std::vector<void*> buffers;
+  for (const Tensor& t : f.inputs) buffers.push_back(const_cast<void*>(t.data()));
+  for (ValueId v : f.group.outputs) {
+    outputs.emplace_back(f.graph.value(v).type);
+    // Poison float outputs: an element no part writes cannot pass.
+    if (outputs.back().dtype() == DType::kFloat32)
+      for (int64_t i = 0; i < outputs.back().size(); ++i) outputs.back().Set(i, NAN);
+    buffers.push_back(outputs.back().data());
+  }
+  runtime::SetNumThreads(threads);
+  fn(buffers.data());
+  runtime::SetNumThreads(1);
+  double worst = 0;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const Tensor& want = f.values[f.group.outputs[o]];
+    for (int64_t i = 0; i < want.size(); ++i) {
+      double e = std::abs(outputs[o].Get(i) - want.Get(i));
+      if (std::isnan(e)) return INFINITY;
+      worst = std::max(worst, e);
+    }
+  }
+  return worst;
+}
+
+std::string T(std::vector<int64_t> shape, const char* dtype = "float32") {
+  std::string s = "Tensor[(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",), " : "), ") + dtype + "]";
+}
+
+constexpr double kTol = 5e-5;
+
+// Three sibling denses of widths n0, n1, n2 over x [m, k], each with a bias add.
+std::string Qkv(int64_t m, int64_t k, std::array<int64_t, 3> n) {
+  return fmt::format(
+      "fn (%x: {}, %wq: {}, %bq: {}, %wk: {}, %bk: {}, %wv: {}, %bv: {}) {{\n"
+      "  %0 = nn.dense(%x, %wq); %1 = add(%0, %bq);\n"
+      "  %2 = nn.dense(%x, %wk); %3 = add(%2, %bk);\n"
+      "  %4 = nn.dense(%x, %wv); %5 = add(%4, %bv);\n"
+      "  (%1, %3, %5)\n}}",
+      T({m, k}), T({n[0], k}), T({n[0]}), T({n[1], k}), T({n[1]}), T({n[2], k}), T({n[2]}));
+}
+
+TEST(HorizontalMatmul, QkvWithBiasAtOddSizesAndThreads) {
+  for (auto [m, k, n] : {std::tuple{1, 19, std::array<int64_t, 3>{17, 33, 5}},
+                         {7, 64, {48, 48, 48}},
+                         {33, 24, {1, 70, 16}},
+                         {64, 96, {96, 96, 96}}}) {
+    Fixture f = Prepare(Qkv(m, k, n), {"0", "1", "2", "3", "4", "5"});
+    for (int threads : {1, 2})
+      EXPECT_LT(MaxError(f, {}, threads), kTol)
+          << m << "x" << k << " n " << n[0] << "," << n[1] << "," << n[2] << " at " << threads;
+  }
+}
+
+TEST(HorizontalMatmul, EverySchedule) {
+  Fixture f = Prepare(Qkv(37, 40, {50, 23, 64}), {"0", "1", "2", "3", "4", "5"});
+  MatmulLayout first{false, false, true, 1, 37, 50, 40};
+  for (const Schedule& s : MatmulScheduleSpace(first, 1))
+    EXPECT_LT(MaxError(f, s, 1), kTol) << s.ToString();
+  // Tiles wider than a part and small cache blocks: panels and blocks cross part boundaries.
+  Schedule wide;
+  wide.Set("mr", 2);
+  wide.Set("nr", 64);
+  wide.Set("nc", 64);
+  wide.Set("mc", 4);
+  EXPECT_LT(MaxError(f, wide, 2), kTol);
+}
+
+TEST(HorizontalMatmul, ProductsAloneAndMixedEpilogues) {
+  Fixture alone = Prepare(Qkv(9, 16, {20, 20, 20}), {"0", "2", "4"});
+  EXPECT_LT(MaxError(alone, {}, 1), kTol);
+  Fixture mixed = Prepare(Qkv(9, 16, {20, 36, 20}), {"0", "1", "2"});
+  EXPECT_LT(MaxError(mixed, {}, 2), kTol);
+}
+
+TEST(HorizontalMatmul, HeavyEpilogueAndExtraOutputs) {
+  // One part ends in tanh (a heavy epilogue: a tile function), the other stores both the
+  // product and its bias add.
+  Fixture f = Prepare(fmt::format("fn (%x: {}, %w0: {}, %b0: {}, %w1: {}, %b1: {}) {{\n"
+                                  "  %0 = nn.dense(%x, %w0); %1 = add(%0, %b0); %2 = tanh(%1);\n"
+                                  "  %3 = nn.dense(%x, %w1); %4 = add(%3, %b1);\n"
+                                  "  %5 = multiply(%3, 2f);\n"
+                                  "  (%2, %4, %5)\n}}",
+                                  T({13, 24}), T({29, 24}), T({29}), T({18, 24}), T({18})),
+                      {"0", "1", "2", "3", "4"});
+  EXPECT_EQ(f.group.outputs.size(), 3u);  // %2, %3 (read by %5 outside), %4
+  for (int threads : {1, 2}) EXPECT_LT(MaxError(f, {}, threads), kTol) << threads;
+}
+
+TEST(HorizontalMatmul, SiblingBatchMatmuls) {
+  // Q·K1ᵀ and Q·K2ᵀ per head: batch_matmul siblings of different widths.
+  Fixture f = Prepare(fmt::format("fn (%q: {}, %k1: {}, %k2: {}) {{\n"
+                                  "  %0 = nn.batch_matmul(%q, %k1);\n"
+                                  "  %1 = nn.batch_matmul(%q, %k2);\n"
+                                  "  %2 = multiply(%1, 0.5f);\n"
+                                  "  (%0, %2)\n}}",
+                                  T({3, 11, 16}), T({3, 21, 16}), T({3, 40, 16})),
+                      {"0", "1", "2"});
+  for (int threads : {1, 2}) EXPECT_LT(MaxError(f, {}, threads), kTol) << threads;
+}
+
+}  // namespace
+}  // namespace fusetune::codegen
