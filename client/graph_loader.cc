@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -29,9 +30,16 @@ std::string ReadGraphFile(const std::string& path, const Limits& limits) {
 GraphSource::GraphSource(std::string path, Limits limits)
     : path_(std::move(path)), limits_(limits), onnx_(path_.ends_with(".onnx")) {
   if (onnx_) {
+    // One sized read: a model is hundreds of MB, and reading it a character at a time into a
+    // growing string copied it several times over.
     std::ifstream in(path_, std::ios::binary);
     if (!in) throw UserError("cannot read '" + path_ + "': no such file or not readable");
-    bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path_, ec);
+    if (ec) throw UserError("cannot read '" + path_ + "': " + ec.message());
+    bytes_.resize(static_cast<size_t>(size));
+    in.read(bytes_.data(), static_cast<std::streamsize>(bytes_.size()));
+    bytes_.resize(static_cast<size_t>(in.gcount()));
   } else {
     bytes_ = ReadGraphFile(path_, limits_);
   }

@@ -41,12 +41,15 @@ Tensor::Tensor(TensorType type) : type_(std::move(type)) {
   size_t bytes = static_cast<size_t>(type_.NumBytes());
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p)
+  // calloc rather than aligned_alloc + memset: a large block comes straight from the kernel
+  // already zero, and writing zeros over it first doubled the cost of every weight an import
+  // decodes. The block is over-allocated by 64 bytes to align it.
+  void* base = std::calloc(rounded + 64, 1);
+  if (!base)
     throw UserError(
         fmt::format("out of memory allocating {} bytes for {}", bytes, type_.ToString()));
-  std::memset(p, 0, rounded);
-  storage_ = std::shared_ptr<void>(p, FreeDeleter{});
+  void* p = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
+  storage_ = std::shared_ptr<void>(p, [base](void*) { std::free(base); });
 }
 
 double Tensor::Get(int64_t i) const {

@@ -66,9 +66,9 @@ void ConvertConstantOfShape(NodeContext& ctx) {
   HostTensor out = HostTensor::Zeros(fill.elem_type, shape);
   for (int64_t i = 0; i < out.size(); ++i) {
     if (fill.is_real())
-      out.SetReal(i, fill.reals[0]);
+      out.SetReal(i, fill.Real(0));
     else
-      out.SetInt(i, fill.ints[0]);
+      out.SetInt(i, fill.Int(0));
   }
   ctx.SetOutput(0, std::move(out));
 }

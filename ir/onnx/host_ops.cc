@@ -39,12 +39,22 @@ std::vector<int64_t> BroadcastIndex(const Shape& in, const Shape& out) {
 }
 
 void CopyElement(const HostTensor& from, int64_t i, HostTensor& to, int64_t j) {
-  if (to.is_real() && from.is_real())
-    to.SetReal(j, from.reals[i]);
-  else if (from.is_real())
-    to.SetReal(j, from.reals[i]);
+  if (from.is_real())
+    to.SetReal(j, from.Real(i));
   else
     to.SetInt(j, from.ints[i]);
+}
+
+// out[j][i] = in[i][j] for a rows x cols float matrix, in tiles so both sides stay in cache:
+// the dense weights of a large model pass through here once each.
+void TransposeFloatMatrix(const float* in, int64_t rows, int64_t cols, float* out) {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
+    }
 }
 
 }  // namespace
@@ -114,12 +124,20 @@ HostTensor HostTranspose(const HostTensor& x, std::span<const int> perm) {
   Shape shape(rank);
   for (int i = 0; i < rank; ++i) shape[i] = x.shape[perm[i]];
   HostTensor out = HostTensor::Zeros(x.elem_type, shape);
+  if (x.elem_type == kOnnxFloat && rank == 2 && perm[0] == 1) {
+    TransposeFloatMatrix(x.Floats(), x.shape[0], x.shape[1], out.MutableFloats());
+    return out;
+  }
+  float* out_floats = x.elem_type == kOnnxFloat ? out.MutableFloats() : nullptr;
   std::vector<int64_t> in_strides = RowMajorStrides(x.shape);
   std::vector<int64_t> coord(rank, 0);
   for (int64_t j = 0; j < out.size(); ++j) {
     int64_t flat = 0;
     for (int i = 0; i < rank; ++i) flat += coord[i] * in_strides[perm[i]];
-    CopyElement(x, flat, out, j);
+    if (out_floats)
+      out_floats[j] = x.Floats()[flat];
+    else
+      CopyElement(x, flat, out, j);
     for (int a = rank - 1; a >= 0; --a) {
       if (++coord[a] < shape[a]) break;
       coord[a] = 0;

@@ -1,5 +1,6 @@
 #include "ir/onnx/host_tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -52,6 +53,28 @@ void DecodeField(const Field& field, int64_t n, std::vector<Out>& out, const std
         fmt::format("{}: holds {} values, but its dims need {}", what, field.size(), n));
   }
   out.assign(field.begin(), field.end());
+}
+
+// float32 straight into the IR tensor it becomes: the one copy from the file's bytes.
+Tensor DecodeFloats(const onnx::TensorProto& proto, bool raw, int64_t n, const Shape& shape,
+                    const std::string& what) {
+  const size_t count = raw ? proto.raw_data().size() / sizeof(float) : proto.float_data_size();
+  if (raw && proto.raw_data().size() != static_cast<size_t>(n) * sizeof(float)) {
+    throw UserError(fmt::format("{}: raw_data has {} bytes, but {} elements of {} bytes need {}",
+                                what, proto.raw_data().size(), n, sizeof(float),
+                                n * static_cast<int64_t>(sizeof(float))));
+  }
+  if (!raw && count != static_cast<size_t>(n)) {
+    throw UserError(fmt::format("{}: holds {} values, but its dims need {}", what, count, n));
+  }
+  Tensor t(TensorType{DType::kFloat32, shape});
+  if (raw) {
+    // ONNX raw_data is little-endian, as are the hosts fusetune runs on.
+    std::memcpy(t.data(), proto.raw_data().data(), proto.raw_data().size());
+  } else {
+    std::copy(proto.float_data().begin(), proto.float_data().end(), t.as<float>());
+  }
+  return t;
 }
 
 }  // namespace
@@ -134,7 +157,10 @@ HostTensor HostTensor::Zeros(int32_t elem_type, Shape shape) {
   t.shape = std::move(shape);
   int64_t n = 1;
   for (int64_t d : t.shape) n *= d;
-  if (t.is_real())
+  if (elem_type == kOnnxFloat)
+    t.floats =
+        std::make_shared<FloatBuffer>(FloatBuffer{Tensor(TensorType{DType::kFloat32, t.shape})});
+  else if (t.is_real())
     t.reals.assign(static_cast<size_t>(n), 0.0);
   else
     t.ints.assign(static_cast<size_t>(n), 0);
@@ -150,16 +176,29 @@ HostTensor HostTensor::Ints(Shape shape, std::vector<int64_t> values) {
 }
 
 int64_t HostTensor::size() const {
+  if (elem_type == kOnnxFloat) return floats ? floats->tensor.size() : 0;
   return static_cast<int64_t>(is_real() ? reals.size() : ints.size());
 }
 
 double HostTensor::Real(int64_t i) const {
+  if (elem_type == kOnnxFloat) return Floats()[i];
   return is_real() ? reals[i] : static_cast<double>(ints[i]);
+}
+
+float* HostTensor::MutableFloats() {
+  FT_CHECK(elem_type == kOnnxFloat, "MutableFloats on a float tensor");
+  if (floats.use_count() > 1 || floats->handed_over) {  // another reader sees the old values
+    const Tensor& old = floats->tensor;
+    auto own = std::make_shared<FloatBuffer>(FloatBuffer{Tensor(old.type())});
+    std::memcpy(own->tensor.data(), old.data(), static_cast<size_t>(old.type().NumBytes()));
+    floats = std::move(own);
+  }
+  return floats->tensor.as<float>();
 }
 
 int64_t HostTensor::Int(int64_t i) const {
   if (!is_real()) return ints[i];
-  double v = std::trunc(reals[i]);
+  double v = std::trunc(Real(i));
   // Out-of-range and NaN values saturate rather than invoking undefined behaviour.
   if (!(v > -9.2e18)) return INT64_MIN;
   if (v > 9.2e18) return INT64_MAX;
@@ -168,7 +207,7 @@ int64_t HostTensor::Int(int64_t i) const {
 
 void HostTensor::SetReal(int64_t i, double v) {
   if (elem_type == kOnnxFloat) {
-    reals[i] = static_cast<double>(static_cast<float>(v));
+    MutableFloats()[i] = static_cast<float>(v);
   } else if (is_real()) {
     reals[i] = v;
   } else if (elem_type == kOnnxBool) {
@@ -213,10 +252,8 @@ HostTensor ParseTensorProto(const onnx::TensorProto& proto, int64_t max_elements
   const bool raw = proto.has_raw_data();
   switch (type) {
     case kOnnxFloat:
-      if (raw)
-        DecodeRaw<float>(proto.raw_data(), n, t.reals, what);
-      else
-        DecodeField(proto.float_data(), n, t.reals, what);
+      t.floats = std::make_shared<HostTensor::FloatBuffer>(
+          HostTensor::FloatBuffer{DecodeFloats(proto, raw, n, t.shape, what)});
       break;
     case kOnnxDouble:
       if (raw)
@@ -255,13 +292,17 @@ Tensor ToTensor(const HostTensor& host, const std::string& what) {
         "values are only supported in shape computations that fold at import",
         what, OnnxTypeName(host.elem_type), OnnxTypeName(host.elem_type)));
   }
-  Tensor t(TensorType{*dtype, host.shape});
   if (*dtype == DType::kFloat32) {
-    float* p = t.as<float>();
-    for (int64_t i = 0; i < host.size(); ++i) p[i] = static_cast<float>(host.reals[i]);
-  } else {
-    for (int64_t i = 0; i < host.size(); ++i) t.Set(i, static_cast<double>(host.ints[i]));
+    // Shared, not copied; a later write to `host` copies first (MutableFloats).
+    host.floats->handed_over = true;
+    const Tensor& values = host.floats->tensor;
+    if (values.shape() == host.shape) return values;
+    Tensor t(TensorType{DType::kFloat32, host.shape});  // after a reshape at import: small
+    std::memcpy(t.data(), values.data(), static_cast<size_t>(values.type().NumBytes()));
+    return t;
   }
+  Tensor t(TensorType{*dtype, host.shape});
+  for (int64_t i = 0; i < host.size(); ++i) t.Set(i, static_cast<double>(host.ints[i]));
   return t;
 }
 

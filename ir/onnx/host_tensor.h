@@ -3,7 +3,10 @@
 // computations (Shape -> Gather -> Concat -> Reshape ...), which ONNX exporters spell in int64.
 // The IR computes in float32/int32/bool only, so these live here, in double or int64, until a
 // run-time op needs one and it is materialised as a graph constant or a parameter with data.
+// float32 values (the weights: hundreds of MB in a real model) are the exception: they are held
+// as the IR tensor they become, decoded once from the file and shared with the graph, not copied.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,7 +38,15 @@ int32_t OnnxTypeOf(DType dtype);
 struct HostTensor {
   int32_t elem_type = kOnnxFloat;
   Shape shape;
-  std::vector<double> reals;  // float (rounded to float precision), double
+  // float32 values, held as the IR tensor they become (weights are most of a model's bytes).
+  // Copies of this HostTensor share the buffer, and so does the graph once ToTensor hands the
+  // tensor over; MutableFloats copies it first in either case.
+  struct FloatBuffer {
+    Tensor tensor;
+    bool handed_over = false;  // a graph value holds `tensor`'s storage
+  };
+  std::shared_ptr<FloatBuffer> floats;
+  std::vector<double> reals;  // double
   std::vector<int64_t> ints;  // int32, int64, bool (0 or 1)
 
   // Zero-filled; refuses element types the importer cannot hold.
@@ -50,6 +61,9 @@ struct HostTensor {
   // Stores `v` rounded to the element type (float: nearest float; ints: toward zero; bool: != 0).
   void SetReal(int64_t i, double v);
   void SetInt(int64_t i, int64_t v);
+  // elem_type float only.
+  const float* Floats() const { return floats->tensor.as<float>(); }
+  float* MutableFloats();
 };
 
 // Decodes an initialiser or Constant value (raw_data or the typed fields). Throws UserError on

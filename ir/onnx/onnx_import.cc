@@ -233,11 +233,14 @@ Graph ImportOnnx(std::string_view bytes, const std::string& source, const Limits
       throw UserError(fmt::format("{}: graph input '{}': {}", source, info.name(), e.what()));
     }
   }
-  for (const onnx::TensorProto& init : g.initializer()) {
+  for (onnx::TensorProto& init : *model.mutable_graph()->mutable_initializer()) {
     auto v = std::make_shared<OnnxValue>();
     try {
       auto host = std::make_shared<onnx_import::HostTensor>(
           onnx_import::ParseTensorProto(init, limits.max_elements));
+      // The values now live in `host`; free the file's copy rather than hold a model twice.
+      std::string().swap(*init.mutable_raw_data());
+      init.clear_float_data();
       v->elem_type = host->elem_type;
       v->shape = host->shape;
       v->host = std::move(host);
