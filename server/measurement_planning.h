@@ -76,7 +76,7 @@ struct MeasurementPlan {
   int pruned_schedules = 0;
 };
 
-// The job that measures the schedules `missing` of one group (indices into gw.schedules).
+// The job that measures schedules `missing` (indices into gw.schedules, in this order) of one group.
 PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missing);
 
 MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
