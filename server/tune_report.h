@@ -44,8 +44,7 @@ struct RegionReport {
   int measured = 0;              // measured in this run
   int reused = 0;                // found in the store
   int pruned = 0;                // skipped by the cost model under the budget
-  // Set when this tune started from the plan of a tuned member of the region's family.
-  std::optional<WarmStartReport> warm_start;
+  std::optional<WarmStartReport> warm_start;  // this tune started from the family's plan
 };
 
 struct TuneReport {
