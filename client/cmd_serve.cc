@@ -30,7 +30,7 @@ struct ServeFlags {
   std::string db_path;
   std::string token_file, worker_token_file;
   std::string tls_cert, tls_key;
-  int max_message_mb = 16;
+  int max_message_mb = static_cast<int>(service::ServiceOptions{}.max_message_bytes >> 20);
   int64_t max_nodes = service::ServiceOptions{}.max_nodes;
   int64_t max_tensor_elements = service::ServiceOptions{}.max_tensor_elements;
   int max_tasks_per_client = service::ServiceOptions{}.max_tasks_per_client;
@@ -128,7 +128,8 @@ void RegisterServeCommand(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--max-message-mb", flags->max_message_mb, "largest request accepted")
+  cmd->add_option("--max-message-mb", flags->max_message_mb,
+                  "largest request accepted (an ONNX model with its weights)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--max-nodes", flags->max_nodes, "most operators in a submitted graph")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));

@@ -79,10 +79,6 @@ void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& 
 // fails at once. Several bindings with --json: one array of their reports.
 void RunTune(TuneFlags f) {
   if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
-  // The wire request has no field for them yet: a server always warm-starts and searches.
-  if (!f.remote.server.empty() && (f.warm_only || f.cold))
-    throw UserError(fmt::format("{} applies to local tuning only (add --local)",
-                                f.warm_only ? "--warm-only" : "--cold"));
   GraphSource source(f.graph_path);
   std::vector<DimBinding> bindings = DimBindings(f.dims);
   std::vector<Graph> graphs;

@@ -103,6 +103,10 @@ v1::TuneOptions TuneOptionsToProto(const TuneOptions& o) {
   p.set_max_kernel_args(s.max_kernel_args);
   p.set_schedules_per_group(s.schedules_per_group);
   p.set_no_horizontal(!s.horizontal);
+  p.set_schedule_budget(s.schedule_budget);
+  p.set_warm_start(o.warm_start == WarmStart::kOnly  ? v1::WARM_START_ONLY
+                   : o.warm_start == WarmStart::kOff ? v1::WARM_START_COLD
+                                                     : v1::WARM_START_SEARCH);
   for (const std::string& op : s.never_fuse_ops) p.add_never_fuse_ops(op);
   for (const std::string& n : s.never_fuse_nodes) p.add_never_fuse_nodes("%" + n);
   for (const std::set<std::string>& group : s.forbidden_groups) {

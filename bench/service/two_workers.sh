@@ -43,8 +43,7 @@ trap cleanup EXIT
 farm() {
   local n=$1 db=$WORK/farm$1.db
   rm -f "$db" "$db-wal" "$db-shm"
-  # The layer's ONNX file holds its weights (~28 MB): more than the default 16 MB message.
-  "$FUSETUNE" serve --listen 127.0.0.1:0 --db "$db" --max-message-mb 128 \
+  "$FUSETUNE" serve --listen 127.0.0.1:0 --db "$db" \
     > "$WORK/serve$n.out" 2> "$WORK/serve$n.err" &
   PIDS+=($!)
   local address=""

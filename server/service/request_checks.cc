@@ -112,6 +112,25 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
   s.schedules_per_group = InRange(p.schedules_per_group(), defaults.schedules_per_group,
                                   limits::kSchedulesPerGroup, "options.schedules_per_group");
   s.horizontal = !p.no_horizontal();
+  if (p.has_schedule_budget()) {
+    if (p.schedule_budget() < limits::kScheduleBudget.lo ||
+        p.schedule_budget() > limits::kScheduleBudget.hi)
+      throw UserError(fmt::format("options.schedule_budget: must be in [{}, {}], got {}",
+                                  limits::kScheduleBudget.lo, limits::kScheduleBudget.hi,
+                                  p.schedule_budget()));
+    s.schedule_budget = p.schedule_budget();
+  }
+  switch (p.warm_start()) {
+    case v1::WARM_START_ONLY:
+      o.warm_start = WarmStart::kOnly;
+      break;
+    case v1::WARM_START_COLD:
+      o.warm_start = WarmStart::kOff;
+      break;
+    default:
+      o.warm_start = WarmStart::kSearch;
+      break;
+  }
   for (int i = 0; i < p.never_fuse_ops_size(); ++i) {
     const std::string& op = p.never_fuse_ops(i);
     if (std::string problem = ControlOpProblem(op); !problem.empty())

@@ -95,7 +95,13 @@ def test_options_become_tune_options():
     assert defaults == pb.TuneOptions(threads=1), "zeros: the server's defaults"
     timing = tune_options(repeat=3).timing
     assert (timing.warmup, timing.repeat, timing.min_repeat_ms) == (2, 3, 5.0)
-    for bad in ({"threads": 0}, {"max_group": -1}, {"budget": -1}, {"budget": 1.5}):
+    searched = tune_options(schedule_budget=0, horizontal=False, warm_start="only")
+    assert searched.HasField("schedule_budget") and searched.schedule_budget == 0
+    assert (searched.no_horizontal, searched.warm_start) == (True, pb.WARM_START_ONLY)
+    assert not defaults.HasField("schedule_budget"), "unset: the server's default"
+    assert tune_options(warm_start="cold").warm_start == pb.WARM_START_COLD
+    for bad in ({"threads": 0}, {"max_group": -1}, {"budget": -1}, {"budget": 1.5},
+                {"schedule_budget": -1}, {"warm_start": "hot"}):
         with pytest.raises(ValueError):
             tune_options(**bad)
     with pytest.raises(TypeError):

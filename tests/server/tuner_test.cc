@@ -210,6 +210,35 @@ TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
   EXPECT_EQ(again.regions[0].plan.size(), 1u);
 }
 
+// A graph of several regions is timed whole at the end; when that one job fails (a 12-layer model
+// passed the sandbox's time limit under load), the regions' plans are already stored and the tune
+// reports the sums of their figures instead of failing.
+TEST_F(TunerTest, AWholeGraphThatCannotBeTimedLeavesTheRegionsSums) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  backend.adjust = [&](const MeasureJob&, const Plan& plan, PlanResult& t) {
+    size_t nodes = 0;
+    for (const PlanGroup& pg : plan.groups) nodes += pg.nodes.size();
+    if (nodes == 3) {  // only the whole graph has all three nodes outside one region
+      t.ok = false;
+      t.reason = "timed out after 120000 ms";
+    }
+  };
+  TuneOptions options;
+  options.search.never_fuse_ops = {"where"};
+  TuneReport r = Tune(g, options, store, backend);
+  ASSERT_EQ(r.regions.size(), 2u);
+  EXPECT_FALSE(r.totals_measured);
+  EXPECT_NE(r.total_decision.find("timed out after 120000 ms"), std::string::npos)
+      << r.total_decision;
+  double tuned_sum = 0;
+  for (const RegionReport& region : r.regions) tuned_sum += region.tuned_us;
+  EXPECT_DOUBLE_EQ(r.total_tuned_us, tuned_sum);
+  EXPECT_GT(r.total_tuned_us, 0);
+}
+
 // Every per-request control, with the unrestricted plan (everything fused) already stored: the
 // answer honours the control, comes from the stored measurements, and the stored plan stays.
 // (A cached plan used to answer a request that forbade its group.)

@@ -48,6 +48,10 @@ def _groups(forbid):
     return [[_node(n) for n in _names(g, "forbid")] for g in forbid]
 
 
+_WARM_STARTS = {"search": pb.WARM_START_SEARCH, "only": pb.WARM_START_ONLY,
+                "cold": pb.WARM_START_COLD}
+
+
 def _positive(value, what):
     if value is None:
         return 0
@@ -60,8 +64,16 @@ def _positive(value, what):
 
 def tune_options(threads=1, never_fuse=(), forbid=(), max_group=None, budget=None,
                  never_fuse_nodes=(), max_args=None, max_region=None, schedules=None,
-                 retune=False, repeat=None, min_repeat_ms=None, flush_cache=False):
+                 retune=False, repeat=None, min_repeat_ms=None, flush_cache=False,
+                 schedule_budget=None, horizontal=True, warm_start="search"):
     budget = 0 if budget is None else budget
+    if warm_start not in _WARM_STARTS:
+        raise ValueError(f"warm_start: one of {', '.join(_WARM_STARTS)}, got {warm_start!r}")
+    if schedule_budget is not None and (isinstance(schedule_budget, bool)
+                                        or not isinstance(schedule_budget, int)
+                                        or schedule_budget < 0):
+        raise ValueError(f"schedule_budget: further schedules per region, 0 (none) or more, "
+                         f"got {schedule_budget!r}")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ValueError(f"budget: measurements per region beyond the baselines, 0 (no limit) "
                          f"or more, got {budget!r}")
@@ -74,7 +86,11 @@ def tune_options(threads=1, never_fuse=(), forbid=(), max_group=None, budget=Non
         schedules_per_group=_positive(schedules, "schedules"),
         never_fuse_ops=_names(never_fuse, "never_fuse"),
         never_fuse_nodes=[_node(n) for n in _names(never_fuse_nodes, "never_fuse_nodes")],
-        retune=bool(retune))
+        retune=bool(retune),
+        no_horizontal=not horizontal,
+        warm_start=_WARM_STARTS[warm_start])
+    if schedule_budget is not None:
+        o.schedule_budget = schedule_budget
     for g in _groups(forbid):
         o.forbidden_groups.add(nodes=g)
     if repeat is not None or min_repeat_ms is not None or flush_cache:
