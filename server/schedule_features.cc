@@ -65,7 +65,8 @@ std::vector<float> ScheduleFeatures(const Graph& graph, const FusedGroup& group,
   f[i++] = static_cast<float>(schedule.Get("vector", 16));
   f[i++] = static_cast<float>(schedule.Get("parallel", 1));
   f[i++] = static_cast<float>(schedule.Get("tile", 1));
-  const Shape& out = graph.value(group.sink).type.shape;
+  // A horizontal group has no one sink (each part has its own): its first output stands in.
+  const Shape& out = graph.value(group.sink >= 0 ? group.sink : group.outputs.front()).type.shape;
   f[i++] = Log2(out.empty() ? 1 : out.back());
   // 28..29: the roofline's estimate, and against the group's default schedule.
   const double est = EstimateSchedule(graph, group, schedule, unit, threads);
