@@ -1,5 +1,8 @@
 #include "server/job_runner.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "ir/error.h"
 
 namespace fusetune {
@@ -17,6 +20,7 @@ std::vector<JobResult> JobRunner::Run(const std::string& phase, std::vector<Meas
     jobs[i].threads = options_.search.threads;
     jobs[i].timing = options_.timing;
   }
+  const auto start = std::chrono::steady_clock::now();
   if (progress_) progress_({phase, 0, jobs.size()});
   std::vector<JobResult> results = backend_.RunJobs(jobs, [&](size_t done) {
     if (progress_) progress_({phase, done, jobs.size()});
@@ -25,6 +29,13 @@ std::vector<JobResult> JobRunner::Run(const std::string& phase, std::vector<Meas
   for (size_t i = 0; i < jobs.size(); ++i)
     if (results[i].plans.size() != jobs[i].plans.size())
       results[i] = FailedResult(jobs[i], "the worker answered for a different set of plans");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto stage =
+      std::find_if(stages_.begin(), stages_.end(), [&](const auto& s) { return s.first == phase; });
+  if (stage == stages_.end()) stage = stages_.insert(stages_.end(), {phase, 0.0});
+  stage->second += seconds;
+  for (const JobResult& r : results) job_phases_ += r.phases;
   return results;
 }
 

@@ -3,6 +3,7 @@
 // and timing here, progress is reported per phase, and each job is answered for exactly the plans
 // it asked for (a backend that answers otherwise gets those jobs marked failed, never misread).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/measurement_backend.h"
@@ -21,11 +22,18 @@ class JobRunner {
   // `phase`; results in job order.
   std::vector<JobResult> Run(const std::string& phase, std::vector<MeasureJob> jobs);
 
+  // Where the time of every Run went: wall seconds per progress phase (in first-run order), and
+  // the jobs' own phases summed (worker/job.h), for the report's breakdown.
+  const std::vector<std::pair<std::string, double>>& stage_seconds() const { return stages_; }
+  const JobPhases& job_phases() const { return job_phases_; }
+
  private:
   MeasurementBackend& backend_;
   const TuneOptions& options_;
   const ProgressFn& progress_;
   std::string target_;
+  std::vector<std::pair<std::string, double>> stages_;
+  JobPhases job_phases_;
 };
 
 }  // namespace fusetune

@@ -10,6 +10,16 @@ namespace fusetune {
 namespace {
 // JSON has no infinity: a plan that could not run is null.
 nlohmann::json Us(double us) { return std::isfinite(us) ? nlohmann::json(us) : nlohmann::json(); }
+
+// {"stages_s": {"measuring": 12.1, ...}, "jobs_ms": {"compile_ms": ..., ...}}: what the tune's
+// seconds were spent on (issue 12's breakdown); empty objects for an answer from the cache.
+nlohmann::json Breakdown(const TuneReport& report) {
+  nlohmann::json stages = nlohmann::json::object(), jobs = nlohmann::json::object();
+  for (const auto& [stage, seconds] : report.stage_seconds) stages[stage] = seconds;
+  if (!report.stage_seconds.empty())
+    for (const PhaseField& f : kPhaseFields) jobs[f.name] = report.job_phases.*f.figure;
+  return {{"stages_s", stages}, {"jobs_ms", jobs}};
+}
 }  // namespace
 
 std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
@@ -76,7 +86,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
               {"candidates_measured", report.candidates_measured},
               {"measurements_reused", report.measurements_reused},
               {"pruned", report.pruned},
-              {"seconds", report.seconds}};
+              {"seconds", report.seconds},
+              {"breakdown", Breakdown(report)}};
   return out.dump(2);
 }
 

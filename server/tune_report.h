@@ -6,6 +6,7 @@
 
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "worker/job.h"
 
 namespace fusetune {
 
@@ -16,8 +17,9 @@ struct WarmStartReport {
   std::string chosen;         // which of transferred ("tuned"), greedy, unfused won there
   int rounds = 0;             // paired rounds of that validation
   double seconds = 0;         // the warm start's wall time (every warm region together)
-  // (group, schedule) pairs the region's search measured after the warm start, or, when it
-  // stopped there (`searched` false, --warm-only), would have measured and skipped.
+  // (group, schedule) pairs the region's search planned after the warm start (the schedule
+  // search's further rounds not counted), or, when it stopped there (`searched` false,
+  // --warm-only), would have measured and skipped.
   int search_candidates = 0;
   bool searched = true;
 };
@@ -38,12 +40,12 @@ struct RegionReport {
   // How the validation decided, e.g. "tuned 1.02× vs greedy, within noise: greedy kept"; "" for a
   // plan stored before decisions were recorded.
   std::string decision;
-  std::optional<double> margin;  // chosen time / runner-up's time (the store's margin)
-  int rounds = 0;                // paired validation rounds behind the decision
-  int candidates = 0;            // (group, schedule) pairs in the search space
-  int measured = 0;              // measured in this run
-  int reused = 0;                // found in the store
-  int pruned = 0;                // skipped by the cost model under the budget
+  std::optional<double> margin;               // chosen time / runner-up's time (the store's margin)
+  int rounds = 0;                             // paired validation rounds behind the decision
+  int candidates = 0;                         // (group, schedule) pairs in the search space
+  int measured = 0;                           // measured in this run
+  int reused = 0;                             // found in the store
+  int pruned = 0;                             // skipped by the cost model under the budget
   std::optional<WarmStartReport> warm_start;  // this tune started from the family's plan
 };
 
@@ -63,6 +65,10 @@ struct TuneReport {
   int measurements_reused = 0;
   int pruned = 0;
   double seconds = 0;
+  // Where the seconds went: wall time per measuring stage ("measuring", "validating", ...) and
+  // the jobs' own phases summed (compile, reference, timing, sandbox, ...; worker/job.h).
+  std::vector<std::pair<std::string, double>> stage_seconds;
+  JobPhases job_phases;
 };
 
 // The `tune --json` shape of docs/architecture.md.

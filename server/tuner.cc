@@ -13,9 +13,9 @@
 #include "server/plan_choice.h"
 #include "server/plan_transfer.h"
 #include "server/region_formation.h"
-#include "server/schedule_search.h"
 #include "server/report_assembly.h"
 #include "server/request_policy.h"
+#include "server/schedule_search.h"
 #include "server/stored_plans.h"
 #include "server/tune_cache.h"
 #include "server/validation.h"
@@ -47,8 +47,8 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     MeasurementPlan plan = PlanMeasurements(policy, regions, to_search, cache, roofline);
     const WarmStartResult warm = WarmStartRegions(policy, regions, options.warm_start,
                                                   !options.use_cache, cache, runner, plan);
-    const int measured = MeasureWithScheduleSearch(graph, plan, runner, cache,
-                                                   options.search.schedule_budget);
+    const int measured =
+        MeasureWithScheduleSearch(graph, plan, runner, cache, options.search.schedule_budget);
     std::vector<RegionWinner> winners = warm.final_winners;
     if (!plan.regions.empty()) {
       const std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);
@@ -71,8 +71,14 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     }
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.stage_seconds = runner.stage_seconds();
+  report.job_phases = runner.job_phases();
   spdlog::debug("tuned in {:.2f} s: {} measured, {} reused, {} pruned", report.seconds,
                 report.candidates_measured, report.measurements_reused, report.pruned);
+  for (const auto& [stage, seconds] : report.stage_seconds)
+    spdlog::debug("  {}: {:.2f} s", stage, seconds);
+  if (!report.stage_seconds.empty())
+    spdlog::debug("  in the jobs: {}", DescribePhases(report.job_phases));
   return report;
 }
 

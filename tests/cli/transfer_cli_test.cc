@@ -139,7 +139,11 @@ TEST(TransferCli, AWarmOnlyTuneMeasuresLessThanAColdOne) {
   const int cold_measured = c["candidates_measured"].get<int>();
   EXPECT_GT(cold_measured, 0);
   EXPECT_EQ(w["candidates_measured"], 0);
-  EXPECT_EQ(w["regions"][0]["warm_start"]["search_candidates"].get<int>(), cold_measured);
+  // What the warm start skipped: the search's planned measurements (the schedule search's rounds
+  // after them depend on measured times, so the cold tune measured at least as many).
+  const int skipped = w["regions"][0]["warm_start"]["search_candidates"].get<int>();
+  EXPECT_GT(skipped, 0);
+  EXPECT_LE(skipped, cold_measured);
   // Both validated the same way: the warm one measured only its validation's rounds.
   EXPECT_LE(w["regions"][0]["rounds"].get<int>(), 9);
 }
@@ -154,7 +158,8 @@ TEST(TransferCli, AWarmSearchMeasuresTheFamilysGroupsFirst) {
   ASSERT_TRUE(ws.is_object()) << warm.out;
   EXPECT_EQ(ws["searched"], true);
   EXPECT_GT(j["candidates_measured"].get<int>(), 0);
-  EXPECT_EQ(ws["search_candidates"], j["candidates_measured"]);
+  EXPECT_GT(ws["search_candidates"].get<int>(), 0);
+  EXPECT_LE(ws["search_candidates"].get<int>(), j["candidates_measured"].get<int>());
   EXPECT_NE(warm.err.find("measured first"), std::string::npos) << warm.err;
 }
 

@@ -67,6 +67,13 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-3);
   for (const char* key : {"tuned_us", "greedy_us", "unfused_us"})
     EXPECT_GT(j["total"][key].get<double>(), 0.0);
+  // Where the seconds went: the stages that ran jobs, and the jobs' own phases.
+  const auto& breakdown = j["breakdown"];
+  EXPECT_GT(breakdown["stages_s"]["measuring"].get<double>(), 0.0) << breakdown.dump();
+  EXPECT_GT(breakdown["stages_s"]["validating"].get<double>(), 0.0) << breakdown.dump();
+  for (const char* phase : {"compile_ms", "reference_ms", "timing_ms", "total_ms"})
+    EXPECT_GT(breakdown["jobs_ms"][phase].get<double>(), 0.0) << phase;
+  EXPECT_LE(breakdown["stages_s"]["measuring"].get<double>(), j["seconds"].get<double>());
 
   auto second = RunFusetune("tune --local --json --db " + db.path() + kFast + graph);
   ASSERT_EQ(second.exit_code, 0) << second.err;
@@ -74,6 +81,7 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_EQ(k["regions"][0]["cached"], true);
   EXPECT_EQ(k["candidates_measured"], 0);
   EXPECT_TRUE(k["max_abs_error"].is_null()) << "nothing ran, so no error is claimed";
+  EXPECT_TRUE(k["breakdown"]["stages_s"].empty()) << k["breakdown"].dump();
   EXPECT_EQ(k["regions"][0]["plan"], region["plan"]);
   EXPECT_DOUBLE_EQ(k["regions"][0]["tuned_us"].get<double>(), tuned);
 

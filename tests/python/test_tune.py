@@ -91,7 +91,8 @@ def test_tune_relay_file_measures_and_reports(chain):
     assert sorted(n for g in report.plan for n in g.nodes) == ["%0", "%1", "%2"]
     assert report.max_abs_error < 1e-4
     # Progress came as (done, total), done never past total; the count restarts with each
-    # phase (measuring candidates, then validating the plan), so it only grows within one.
+    # phase (measuring candidates, each round of the schedule search, validating the plan), so it
+    # only grows within one.
     assert calls, "the progress callback was called"
     assert all(0 <= d <= t for d, t in calls)
     phases = [[calls[0]]]
@@ -99,7 +100,7 @@ def test_tune_relay_file_measures_and_reports(chain):
         if call[1] != previous[1] or call[0] < previous[0]:
             phases.append([])
         phases[-1].append(call)
-    assert 1 <= len(phases) <= 3, calls
+    assert len(phases) >= 2, calls  # measuring, then validating at least
     for phase in phases:
         assert [d for d, _ in phase] == sorted(d for d, _ in phase), calls
 
@@ -161,17 +162,20 @@ def test_query_equals_cli_json(farm, client, chain):
 def test_query_of_an_untuned_graph_raises_not_tuned_with_the_regions(farm, client):
     text = CHAIN.replace("(32, 64)", "(8, 8)")
     path = farm.write("untuned.relay", text)
+    # Without `exact`, a tuned size of the same chain answers, transferred.
+    transferred = client.query(path)
+    assert transferred.regions[0].transferred_from, transferred.to_dict()
     with pytest.raises(fusetune.NotTuned) as raised:
-        client.query(path)
-    cli = farm.cli("query", path)
+        client.query(path, exact=True)
+    cli = farm.cli("query", "--exact", path)
     assert cli.returncode == 3
     (missing,) = raised.value.missing
     assert missing.nodes == ("%0", "%1", "%2") and not missing.found
     assert f"{missing.signature}  [%0 %1 %2]" in cli.stderr
     assert missing.signature in str(raised.value)
-    partial = client.query(text, partial=True)
+    partial = client.query(text, partial=True, exact=True)
     assert partial.missing == (missing.signature,)
-    cli_json = farm.cli_json("query", path, exit_code=3)
+    cli_json = farm.cli_json("query", "--exact", path, exit_code=3)
     assert partial.to_dict() == cli_json | {"graph": "graph"}
 
 

@@ -187,7 +187,7 @@ def test_plan_groups_and_documents():
     assert '"schedule": "tile_m=4,vector=16"' in r.plan_json()
     assert list(r.to_dict()) == ["graph", "target", "threads", "regions", "total",
                                  "max_abs_error", "candidates_measured", "measurements_reused",
-                                 "pruned", "seconds"]
+                                 "pruned", "seconds", "breakdown"]
 
 
 def test_the_address_comes_from_the_environment(monkeypatch):

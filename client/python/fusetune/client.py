@@ -156,18 +156,20 @@ class Client:
 
     def query(self, graph, threads=1, *, never_fuse=(), forbid=(), max_group=None,
               never_fuse_nodes=(), max_args=None, max_region=None, target="any", name=None,
-              partial=False):
+              partial=False, exact=False):
         """The stored plans of `graph`'s regions, without measuring anything.
 
         Raises NotTuned (its `missing` lists the regions) when some region has no stored plan
         for this target and thread count, unless `partial`: then the report's `missing` names
         them and their regions have found=False. Region formation options must match the
-        tune() that stored the plans."""
+        tune() that stored the plans. A region with no plan at its sizes is answered with the
+        nearest tuned size's plan (its `transferred_from` says which) unless `exact`."""
         source = graph_source(graph, name)
         options = tune_options(threads, never_fuse, forbid, max_group, None, never_fuse_nodes,
                                max_args, max_region)
         request = pb.LookupBestRequest(graph=source, target=target or "any",
-                                       threads=options.threads, options=options)
+                                       threads=options.threads, options=options,
+                                       exact_only=bool(exact))
         response = self._unary("LookupBest", request, "query")
         report = TuneReport._from_lookup(display_name(source), response, options.threads)
         if report.missing and not partial:

@@ -71,6 +71,9 @@ class RegionReport:
     rounds: int = 0
     # LookupBest answered a miss with the nearest tuned size's plan, e.g. "s1=256 (here 192)".
     transferred_from: str = ""
+    # How a warm-started tune began (the command line's --json "warm_start"); not on the wire yet,
+    # so None here.
+    warm_start: Optional[dict] = None
 
     @property
     def speedup_vs_greedy(self):
@@ -110,6 +113,7 @@ class RegionReport:
             "margin": self.margin,
             "rounds": self.rounds,
             "transferred_from": self.transferred_from or None,
+            "warm_start": self.warm_start,
         }
 
 
@@ -209,6 +213,8 @@ class TuneReport:
             "measurements_reused": self.measurements_reused,
             "pruned": self.pruned,
             "seconds": self.seconds,
+            # Where a local tune's seconds went; a server does not send it yet.
+            "breakdown": {"stages_s": {}, "jobs_ms": {}},
         }
 
     def to_json(self, indent=2):
