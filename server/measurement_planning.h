@@ -85,7 +85,8 @@ struct MeasurementPlan {
   std::string ranking;  // which order the schedules were planned in: "roofline" or "learned"
 };
 
-// The job that measures schedules `missing` (indices into gw.schedules, in this order) of one group.
+// The job that measures schedules `missing` (indices into gw.schedules, in this order) of one
+// group.
 PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missing);
 
 MeasurementPlan PlanMeasurements(const RequestPolicy& policy,

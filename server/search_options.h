@@ -21,7 +21,7 @@ struct SearchOptions {
   // Further schedules per region the schedule search measures, heaviest groups first
   // (server/schedule_search.h, --schedule-budget); 0: none beyond --schedules.
   int schedule_budget = 12;
-  int threads = 1;  // threads the kernels run with (part of every key)
+  int threads = 1;         // threads the kernels run with (part of every key)
   bool horizontal = true;  // sibling matmuls reading the same A may be one GEMM kernel
 };
 
