@@ -6,7 +6,6 @@
 #include <cmath>
 #include <sstream>
 #include <tuple>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -19,6 +18,7 @@
 #include "server/greedy_baseline.h"
 #include "server/job_runner.h"
 #include "server/request_policy.h"
+#include "server/stored_plans.h"
 #include "server/validation.h"
 
 namespace fusetune {
@@ -93,39 +93,6 @@ Plan WithDefaultSchedules(const Graph& g, Plan plan, int threads) {
   return plan;
 }
 
-// The stored plan over the rebuilt region (canonical positions -> ids). Throws UserError.
-Plan StoredPlanOf(const CanonicalForm& canon, const db::BestPlanRecord& rec) {
-  Plan plan{"stored", {}};
-  for (const db::StoredGroup& sg : rec.groups) {
-    PlanGroup pg;
-    for (int32_t pos : sg.nodes) {
-      if (pos < 0 || pos >= static_cast<int32_t>(canon.nodes.size()))
-        throw UserError(
-            fmt::format("the stored plan names node {} of {}", pos, canon.nodes.size()));
-      pg.nodes.push_back(canon.nodes[pos]);
-    }
-    std::sort(pg.nodes.begin(), pg.nodes.end());
-    pg.schedule = Schedule::Parse(sg.schedule);
-    plan.groups.push_back(std::move(pg));
-  }
-  return plan;
-}
-
-std::vector<db::StoredGroup> ToStored(const CanonicalForm& canon, const Plan& plan) {
-  std::unordered_map<ValueId, int32_t> position;
-  for (size_t i = 0; i < canon.nodes.size(); ++i)
-    position[canon.nodes[i]] = static_cast<int32_t>(i);
-  std::vector<db::StoredGroup> out;
-  for (const PlanGroup& g : plan.groups) {
-    db::StoredGroup sg;
-    for (ValueId v : g.nodes) sg.nodes.push_back(position.at(v));
-    std::sort(sg.nodes.begin(), sg.nodes.end());
-    sg.schedule = g.schedule.ToString();
-    out.push_back(std::move(sg));
-  }
-  return out;
-}
-
 VerifiedPlan VerifyOne(const db::BestPlanRecord& rec, db::Cache& store, MeasurementBackend& backend,
                        const TuneOptions& base, const ProgressFn& progress) {
   VerifiedPlan out;
@@ -156,7 +123,7 @@ VerifiedPlan VerifyOne(const db::BestPlanRecord& rec, db::Cache& store, Measurem
       out.skipped = "the stored region text does not rebuild the region";
       return out;
     }
-    stored = StoredPlanOf(canon, rec);
+    stored = Plan{"stored", FromStored(canon, rec)};
   } catch (const UserError& e) {
     out.skipped = e.what();
     return out;

@@ -11,10 +11,7 @@
 #include "server/stage_log.h"
 
 namespace fusetune {
-namespace {
 
-// A stored plan (canonical positions) -> groups in this graph's ids, via the region's canonical
-// node order. Throws UserError when the record does not fit the region.
 std::vector<PlanGroup> FromStored(const CanonicalForm& canon, const db::BestPlanRecord& rec) {
   std::vector<PlanGroup> out;
   for (const db::StoredGroup& sg : rec.groups) {
@@ -32,7 +29,6 @@ std::vector<PlanGroup> FromStored(const CanonicalForm& canon, const db::BestPlan
   return out;
 }
 
-// Groups in this graph's ids -> canonical positions.
 std::vector<db::StoredGroup> ToStored(const CanonicalForm& canon, const Plan& plan) {
   std::unordered_map<ValueId, int32_t> position;
   for (size_t i = 0; i < canon.nodes.size(); ++i)
@@ -47,6 +43,8 @@ std::vector<db::StoredGroup> ToStored(const CanonicalForm& canon, const Plan& pl
   }
   return out;
 }
+
+namespace {
 
 void Answer(RegionReport& report, std::vector<PlanGroup> plan, const db::BestPlanRecord& rec) {
   report.plan = std::move(plan);

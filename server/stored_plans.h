@@ -14,6 +14,12 @@
 
 namespace fusetune {
 
+// A stored plan (canonical positions) -> groups in this graph's ids, via the region's canonical
+// node order. Throws UserError when the record does not fit the region.
+std::vector<PlanGroup> FromStored(const CanonicalForm& canon, const db::BestPlanRecord& rec);
+// Groups in this graph's ids -> canonical positions, as the store keeps them.
+std::vector<db::StoredGroup> ToStored(const CanonicalForm& canon, const Plan& plan);
+
 // Fills the reports (one per region) of every region whose signature has a stored plan this
 // request may reuse, all regions of a signature or none; returns the representatives of the
 // signatures that need a search, in region order. With `use_cache` false, every one does.
