@@ -12,6 +12,7 @@
 #include "ir/fusion.h"
 #include "ir/schedule_space.h"
 #include "ir/text/relay_parser.h"
+#include "model_backend.h"
 #include "server/cost_model.h"
 #include "server/learned_schedule_model.h"
 #include "server/schedule_model.h"
@@ -146,42 +147,16 @@ TEST(ScheduleSearch, NeighboursOfTheBetterHalfComeFirst) {
 
 // Times by bytes moved; a kernel with vector=4 runs twice as fast (so the search must find it:
 // the roofline ranks it last among the vector widths).
-class KnobBackend : public MeasurementBackend {
- public:
-  int plans_run = 0;
-  std::string TargetFingerprint() override { return "test-triple;test-cpu;+f"; }
-  std::vector<JobResult> RunJobs(const std::vector<MeasureJob>& jobs,
-                                 const std::function<void(size_t)>& on_done) override {
-    std::vector<JobResult> out;
-    for (const MeasureJob& job : jobs) {
-      Graph g = ParseRelay(job.graph_text, "job");
-      JobResult r;
-      r.id = job.id;
-      r.target = TargetFingerprint();
-      for (const JobPlan& jp : job.plans) {
-        Plan plan = PlanFromJson(g, jp.json, jp.name);
-        PlanResult t;
-        t.name = jp.name;
-        t.ok = true;
-        for (const PlanGroup& pg : plan.groups) {
-          auto group = AnalyzeGroup(g, pg.nodes);
-          double bytes = 0;
-          for (ValueId v : group->inputs) bytes += g.value(v).type.NumBytes();
-          for (ValueId v : group->outputs) bytes += g.value(v).type.NumBytes();
-          double us = (1.0 + bytes / 1024.0) * (pg.schedule.Get("vector", 16) == 4 ? 0.5 : 1.0);
-          t.kernel_us.push_back(us);
-          t.median_us += us;
-        }
-        t.number = 1;
-        t.repeat = 5;
-        t.min_us = t.median_us;
-        ++plans_run;
-        r.plans.push_back(t);
+struct KnobBackend : ModelBackend {
+  KnobBackend() {
+    adjust = [](const MeasureJob&, const Plan& plan, PlanResult& t) {
+      t.median_us = 0;
+      for (size_t i = 0; i < plan.groups.size(); ++i) {
+        if (plan.groups[i].schedule.Get("vector", 16) == 4) t.kernel_us[i] *= 0.5;
+        t.median_us += t.kernel_us[i];
       }
-      out.push_back(r);
-      if (on_done) on_done(out.size());
-    }
-    return out;
+      t.repeat = 5;
+    };
   }
 };
 
