@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""Tuned against greedy (TVM's rules, default schedules) on the example graphs and on transformer
+blocks at S = 64 ... 512: issue 13's first target.
+
+Each case is tuned cold into a store of its own, then `fusetune run --plan tuned` and `--plan greedy`
+are re-timed in paired rounds, alternating which goes first. A case's figure is the median of the
+per-round ratios greedy / tuned (above 1: the tuned plan is faster), with the spread of those ratios;
+the summary is their geometric mean. "what differs" names what the tuned plan changed: groups
+unlike greedy's, and schedules unlike the defaults (from `tune --json`).
+
+  bench/search/tuned_vs_greedy.py --fusetune build/fusetune --threads 1 --rounds 5
+  bench/search/tuned_vs_greedy.py --cases examples/gpt2_mlp.relay examples/bert_layer_dyn.relay@x.0=256
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT_CASES = [
+    "examples/bmm_where_s128.relay",
+    "examples/bmm_where_s256.relay",
+    "examples/bmm_where_s512.relay",
+    "examples/sub_exp_100x120x120.relay",
+    "examples/gpt2_mlp.relay",
+    "examples/qkv_attention.relay",
+    "examples/bert_layer_dyn.relay@x.0=64",
+    "examples/bert_layer_s128.relay",
+    "examples/bert_layer_dyn.relay@x.0=256",
+    "examples/bert_layer_dyn.relay@x.0=384",
+    "examples/bert_layer_dyn.relay@x.0=512",
+]
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"failed ({out.returncode}): {' '.join(cmd)}\n{out.stderr}")
+    return json.loads(out.stdout)
+
+
+def split_case(case):
+    graph, _, dim = case.partition("@")
+    return graph, (["--dim", dim] if dim else [])
+
+
+def measure(args, case):
+    graph, dim = split_case(case)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "store.db")
+        common = ["--db", db, "--threads", str(args.threads)] + dim
+        start = time.monotonic()
+        tuned = run_json([args.fusetune, "tune", "--cold", "--json", graph] + common)
+        tune_s = time.monotonic() - start
+        ratios, times = [], {"tuned": [], "greedy": []}
+        groups = {}
+        for r in range(args.rounds):
+            order = ["tuned", "greedy"] if r % 2 == 0 else ["greedy", "tuned"]
+            got = {}
+            for plan in order:
+                res = run_json([args.fusetune, "run", "--json", "--plan", plan, "--repeat",
+                                str(args.repeat), graph] + common)
+                got[plan] = res["total_us"]
+                groups[plan] = res["groups"]
+                times[plan].append(res["total_us"])
+            ratios.append(got["greedy"] / got["tuned"])
+    greedy_groups = {tuple(g) for g in groups["greedy"]}
+    new_groups = [g for g in groups["tuned"] if tuple(g) not in greedy_groups]
+    differs = f"{len(new_groups)} group(s) unlike greedy's" if new_groups else "same groups"
+    return {
+        "case": case,
+        "tune_s": round(tune_s, 1),
+        "measured": tuned.get("candidates_measured"),
+        "greedy_over_tuned": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "tuned_us": statistics.median(times["tuned"]),
+        "greedy_us": statistics.median(times["greedy"]),
+        "tuned_groups": len(groups["tuned"]),
+        "greedy_groups": len(groups["greedy"]),
+        "what_differs": differs,
+        "decision": tuned.get("total", {}).get("decision", ""),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--fusetune", default="build/fusetune")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=5, help="paired re-timing rounds per case")
+    ap.add_argument("--repeat", type=int, default=20, help="`run --repeat` per timing")
+    ap.add_argument("--cases", nargs="+", default=DEFAULT_CASES,
+                    help="GRAPH or GRAPH@NAME=SIZE (a dynamic graph bound to one size)")
+    ap.add_argument("--json", help="also write the rows here")
+    args = ap.parse_args()
+
+    rows = []
+    print(f"{'case':44} {'tune s':>7} {'meas':>5} {'greedy/tuned':>12} {'range':>13}  what differs")
+    for case in args.cases:
+        row = measure(args, case)
+        rows.append(row)
+        print(f"{case:44} {row['tune_s']:7.1f} {row['measured']:5} {row['greedy_over_tuned']:12.3f} "
+              f"{row['ratio_min']:6.3f}-{row['ratio_max']:.3f}  {row['what_differs']}", flush=True)
+    geo = math.exp(statistics.fmean(math.log(r["greedy_over_tuned"]) for r in rows))
+    print(f"geomean greedy/tuned over {len(rows)} cases: {geo:.3f}  (threads {args.threads}, "
+          f"load {os.getloadavg()[0]:.1f})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"threads": args.threads, "geomean": geo, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
