@@ -227,6 +227,25 @@ class GroupEpilogue : public TileEpilogue {
   std::vector<OutputPlan> outputs_;
 };
 
+// wpack packs B once, at bind time: B must be an input the caller binds (a parameter or a
+// constant), never a value the graph computes, which changes from one run to the next.
+void CheckWeightsPackable(const Graph& graph, const FusedGroup& group) {
+  if (group.Horizontal())
+    throw UserError(
+        "matmul schedule: wpack=1 is for one matmul; a horizontal group packs its "
+        "weights side by side in each call");
+  const ValueId b = graph.value(group.anchor).inputs.at(1);
+  if (std::find(group.inputs.begin(), group.inputs.end(), b) == group.inputs.end())
+    throw UserError(fmt::format(
+        "matmul schedule: wpack=1 needs B ({}) to be a kernel input; here the group computes it",
+        graph.RefName(b)));
+  if (graph.value(b).kind == ValueKind::kNode)
+    throw UserError(fmt::format(
+        "matmul schedule: wpack=1 needs B ({}) to be a parameter or a constant; here another "
+        "kernel computes it",
+        graph.RefName(b)));
+}
+
 bool IsIdentityIndex(const std::vector<IndexExpr>& index) {
   for (size_t d = 0; d < index.size(); ++d)
     if (index[d]->op != IndexOp::kVar || index[d]->var != static_cast<int>(d)) return false;
@@ -271,6 +290,7 @@ MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group) {
 llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const FusedGroup& group,
                                  const Schedule& schedule, const TargetInfo& target,
                                  const std::string& symbol, int threads) {
+  if (schedule.Get("wpack", 0) != 0) CheckWeightsPackable(graph, group);
   if (group.Horizontal())
     return EmitHorizontalMatmulKernel(module, graph, group, schedule, target, symbol, threads);
   const fusetune::Value& anchor = graph.value(group.anchor);
