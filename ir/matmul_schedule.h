@@ -19,8 +19,9 @@
 //   wpack   1: B (the weights) is read from a copy packed in the kernel's panel layout once, when
 //           the kernel is bound to its inputs (CompiledKernel::Bind), not packed inside every
 //           call, as ONNX Runtime and oneDNN pack constant weights at session creation. Offered
-//           only where B is a graph constant (MatmulWeightsConstant, ir/schedule_space.h); the
-//           code generator refuses it where B is computed by the graph. Spelled only as wpack=1
+//           only where B is a graph constant (MatmulWeightsConstant, ir/schedule_space.h); where
+//           another kernel computes B the kernel packs per call (a plan served to another graph),
+//           and a prologue on B is refused. Spelled only as wpack=1
 #include <cstdint>
 #include <vector>
 
