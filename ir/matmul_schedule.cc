@@ -69,8 +69,8 @@ int ClampNr(int nr, const MatmulLayout& l) {
 }
 
 const std::set<std::string>& KnownKnobs() {
-  static const std::set<std::string> known{"mr", "nr",   "kc", "mc", "nc",
-                                           "ku", "loop", "l2", "pf", "pb"};
+  static const std::set<std::string> known{"mr",   "nr", "kc", "mc", "nc",   "ku",
+                                           "loop", "l2", "pf", "pb", "wpack"};
   return known;
 }
 
@@ -87,9 +87,10 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
     if (!KnownKnobs().count(key))
       throw UserError(
           fmt::format("matmul schedule: unknown knob '{}' (known: mr, nr, kc, mc, nc, "
-                      "ku, loop, l2, pf, pb)",
+                      "ku, loop, l2, pf, pb, wpack)",
                       key));
-    if (value < 0 || (value == 0 && key != "loop" && key != "l2" && key != "pf" && key != "pb"))
+    if (value < 0 || (value == 0 && key != "loop" && key != "l2" && key != "pf" && key != "pb" &&
+                      key != "wpack"))
       throw UserError(fmt::format("matmul schedule: knob {}={} must be positive", key, value));
   }
   MatmulTiling t;
@@ -114,6 +115,8 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
   t.pf = static_cast<int>(s.Get("pf", 0));
   if (s.Get("pb", 1) > 1) throw UserError("matmul schedule: pb must be 0 or 1");
   t.pb = static_cast<int>(s.Get("pb", 1));
+  if (s.Get("wpack", 0) > 1) throw UserError("matmul schedule: wpack must be 0 or 1");
+  t.wpack = static_cast<int>(s.Get("wpack", 0));
   if (s.Get("l2", 0) > 1) throw UserError("matmul schedule: l2 must be 0 or 1");
   DefaultBlocks(l, threads, s.Get("l2", 0) ? kL2Block : kL1Block, t);
   if (s.Get("mc", 0) > 0) t.mc = RoundUp(std::min(s.Get("mc", 0), l.m), t.mr);
@@ -134,6 +137,7 @@ static Schedule ToSchedule(const MatmulTiling& t) {
   // their names.
   if (t.pf > 0) s.Set("pf", t.pf);
   if (t.pb == 0) s.Set("pb", 0);
+  if (t.wpack) s.Set("wpack", 1);
   return s;  // "l2" only chose nc, which is spelled
 }
 
@@ -148,6 +152,7 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
   policy.Set("loop", was.loop);
   if (was.pf > 0) policy.Set("pf", was.pf);
   if (was.pb == 0) policy.Set("pb", 0);
+  if (was.wpack) policy.Set("wpack", 1);
   if (was.kc != DefaultKc(from.k)) policy.Set("kc", was.kc);
   // Which budget chose the blocks: the L1 one, the L2 one, or neither (then keep their sizes).
   // When both give these blocks, the loop order decides, as MatmulScheduleSpace pairs them (n
@@ -167,11 +172,17 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
   return ToSchedule(ResolveMatmulTiling(to, policy, threads));
 }
 
-std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads) {
+std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads, bool constant_b) {
   std::vector<Schedule> space;
-  auto add = [&](Schedule s) {
+  auto add_one = [&](const Schedule& s) {
     Schedule full = ToSchedule(ResolveMatmulTiling(l, s, threads));
     if (std::find(space.begin(), space.end(), full) == space.end()) space.push_back(full);
+  };
+  auto add = [&](Schedule s) {
+    add_one(s);
+    if (!constant_b) return;
+    s.Set("wpack", 1);
+    add_one(s);
   };
   add(Schedule{});  // the default comes first
   const std::pair<int, int> tiles[] = {{4, 64}, {8, 32}, {6, 64}, {12, 32}, {2, 128}, {5, 64}};

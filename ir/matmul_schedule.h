@@ -16,6 +16,12 @@
 //           L2, one line per k-loop iteration, so packing it reads L2 (B stored [n][k], one k
 //           block, ku > 1; otherwise no effect). Default 1 (+4-7% on BERT's QKV and FFN denses
 //           at M = 128 on Zen 5, within noise elsewhere); spelled only as pb=0
+//   wpack   1: B (the weights) is read from a copy packed in the kernel's panel layout once, when
+//           the kernel is bound to its inputs (CompiledKernel::Bind), not packed inside every
+//           call, as ONNX Runtime and oneDNN pack constant weights at session creation. Offered
+//           only where B is a graph constant (MatmulWeightsConstant, ir/schedule_space.h); where
+//           another kernel computes B the kernel packs per call (a plan served to another graph),
+//           and a prologue on B is refused. Spelled only as wpack=1
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +38,7 @@ struct MatmulTiling {
   int loop = 0;
   int pf = 0;
   int pb = 1;
+  int wpack = 0;
   int64_t kc = 0;
   int64_t mc = 0;
   int64_t nc = 0;
@@ -60,7 +67,10 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
                              const MatmulLayout& to, int threads);
 
 // The bounded schedule space of one problem at a thread count; the first entry is the default.
-// Every entry spells all its knobs, so a recorded measurement names exactly what ran.
-std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& layout, int threads);
+// Every entry spells all its knobs, so a recorded measurement names exactly what ran. With
+// `constant_b` (B is a graph constant) each entry also comes with wpack=1, right after it; the
+// default stays the one that packs inside the call (what a rules-only compiler runs).
+std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& layout, int threads,
+                                          bool constant_b = false);
 
 }  // namespace fusetune

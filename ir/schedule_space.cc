@@ -10,6 +10,8 @@
 // how much of each is measured.
 #include "ir/schedule_space.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ir/error.h"
@@ -40,9 +42,18 @@ MatmulLayout MatmulLayoutOf(const Graph& graph, const FusedGroup& group) {
   return anchor.op->matmul(in_types, anchor.attrs);
 }
 
+bool MatmulWeightsConstant(const Graph& graph, const FusedGroup& group) {
+  if (group.templ != GroupTemplate::kMatmul || group.Horizontal() || group.anchor < 0) return false;
+  const ValueId b = graph.value(group.anchor).inputs.at(1);
+  if (std::find(group.inputs.begin(), group.inputs.end(), b) == group.inputs.end()) return false;
+  const Value& v = graph.value(b);
+  return (v.kind == ValueKind::kConst || v.kind == ValueKind::kParam) && v.data != nullptr;
+}
+
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads) {
   if (group.templ == GroupTemplate::kMatmul) {
-    auto space = MatmulScheduleSpace(MatmulLayoutOf(graph, group), threads);
+    auto space = MatmulScheduleSpace(MatmulLayoutOf(graph, group), threads,
+                                     MatmulWeightsConstant(graph, group));
     if (!space.empty()) return space;
     return {Schedule{}};
   }

@@ -12,6 +12,13 @@ namespace fusetune {
 // The matmul problem of a kMatmul group's anchor.
 MatmulLayout MatmulLayoutOf(const Graph& graph, const FusedGroup& group);
 
+// Whether the B operand (the weights) of a kMatmul group's anchor is a graph constant: a group
+// input (no prologue computes it) that is a kConst or a kParam carrying data (an ONNX
+// initialiser), in a group that is not horizontal. Only then does the space offer wpack=1
+// (ir/matmul_schedule.h): packing B once when the kernel is bound is sound for any input the
+// caller binds, but only a weight is worth it and is what the peers pack ahead.
+bool MatmulWeightsConstant(const Graph& graph, const FusedGroup& group);
+
 // The schedules worth measuring for `group` at `threads` threads; the first is the template's
 // default. Never empty.
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads);

@@ -43,16 +43,24 @@ double MatmulEstimate(const MatmulLayout& l, const Schedule& schedule, const Gro
   const double tile = std::min(1.0, fmas / loads) * std::min(1.0, fmas / 8.0);
   const double kblock = t.kc / (t.kc + 8.0);  // each k block loads and stores the tile again
   const double balance = Balance(static_cast<double>(t.Tasks(l)), threads);
-  const double compute_us =
-      base.flops / (target.peak_gflops * 1e3 * edge * tile * kblock * balance);
-  // Memory: B packed (read + written) once per m block, A read once per n block, C written
-  // once per k block and read back for all but the first, plus whatever else the group reads.
   const double mblocks = static_cast<double>(t.MBlocks(l)),
                nblocks = static_cast<double>(t.NBlocks(l));
   const double kblocks = static_cast<double>(t.KBlocks(l));
+  // Packing B inside the call (read + written once per m block, by the threads that then compute
+  // on it) is time the FMAs wait for; wpack packs once at bind time instead.
+  const double pack_us = t.wpack ? 0.0
+                                 : 8 * batch * n * k * mblocks /
+                                       (target.bandwidth_gbs * 1e3 * kCacheSpeedup) /
+                                       std::max(1, threads);
+  const double compute_us =
+      base.flops / (target.peak_gflops * 1e3 * edge * tile * kblock * balance) + pack_us;
+  // Memory: B packed (read + written; with wpack the packed copy read) once per m block, A read
+  // once per n block, C written once per k block and read back for all but the first, plus
+  // whatever else the group reads.
   const double abc = 4 * batch * (m * k + n * k + m * n);
   const double traffic =
-      4 * batch * (2 * n * k * mblocks + m * k * nblocks + m * n * (2 * kblocks - 1));
+      4 * batch *
+      ((t.wpack ? 1 : 2) * n * k * mblocks + m * k * nblocks + m * n * (2 * kblocks - 1));
   const double memory_us =
       (traffic + std::max(0.0, base.bytes - abc)) / (target.bandwidth_gbs * 1e3);
   // The cached operand, re-read from cache: the packed B block once per m tile (loop 0) or the

@@ -52,6 +52,8 @@ class PlanRunner {
     std::vector<void*> buffers;
     for (ValueId v : g.inputs) buffers.push_back(values_[v].data());
     for (ValueId v : g.outputs) buffers.push_back(values_[v].data());
+    // Bound like the executor binds (kernel_abi.h): a wpack kernel packs its B here, once.
+    kernels_.back()->Bind(buffers.data());
     buffers_.push_back(std::move(buffers));
     return kernels_.back()->times();
   }

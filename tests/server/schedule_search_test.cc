@@ -54,6 +54,27 @@ TEST(ScheduleRoofline, ATileThatWastesRowsAtTheEdgeIsEstimatedSlower) {
       << "a schedule the template refuses";
 }
 
+TEST(ScheduleRoofline, WeightsPackedAheadRankRightAfterTheDefault) {
+  // BERT's FFN-1 dense with its weight an initialiser: the space offers wpack, the roofline
+  // counts the packing it saves, and the ranker measures a wpack schedule first after the default.
+  GraphBuilder b;
+  ValueId x = b.AddParam("x", TensorType{DType::kFloat32, {128, 768}});
+  ValueId w = b.AddParamWithData("w", Tensor(TensorType{DType::kFloat32, {3072, 768}}));
+  b.SetOutputs({b.AddNode("nn.dense", {x, w}, Attrs{})}, false);
+  const Graph g = std::move(b).Build();
+  const FusedGroup group = WholeGroup(g);
+  const RooflineTarget target;
+  for (int threads : {1, 2}) {
+    EXPECT_LT(EstimateSchedule(g, group, Knobs({{"wpack", 1}}), target, threads),
+              EstimateSchedule(g, group, Schedule{}, target, threads));
+    const std::vector<Schedule> ranked =
+        ScheduleRanker(target, threads).Rank(g, group, ScheduleSpace(g, group, threads));
+    ASSERT_GE(ranked.size(), 2u);
+    EXPECT_EQ(ranked[0].Get("wpack", 0), 0) << "the default packs in the call";
+    EXPECT_EQ(ranked[1].Get("wpack", 0), 1) << ranked[1].ToString();
+  }
+}
+
 TEST(ScheduleRoofline, SerialWinsForATinyKernelAndLosesForALargeOne) {
   const RooflineTarget target;
   Graph tiny = ParseRelay("fn (%x: Tensor[(4, 8), float32]) { exp(%x) }", "t");

@@ -75,14 +75,21 @@ std::unique_ptr<CompiledKernel> CompileGroup(const Graph& graph, const FusedGrou
   std::string symbol = jit.UniqueName("fusetune_kernel");
   std::unique_ptr<JitModule> module = EmitGroupModule(graph, group, schedule, jit, symbol, options);
   times.lower_ms = MsSince(start);
+  const bool binds = module->module().getFunction(symbol + ".bind") != nullptr;
   start = std::chrono::steady_clock::now();
   jit.Optimize(*module, options.opt_level);
   times.optimize_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
   std::unique_ptr<JitCode> code = jit.Load(std::move(module));
   auto fn = reinterpret_cast<KernelFn>(code->Lookup(symbol));  // compiles (ORC is lazy)
+  std::unique_ptr<BoundWeights> weights;
+  if (binds) {
+    auto bind = reinterpret_cast<KernelBindFn>(code->Lookup(symbol + ".bind"));
+    const auto* info = static_cast<const int64_t*>(code->Lookup(symbol + ".bind_info"));
+    weights = std::make_unique<BoundWeights>(bind, static_cast<int>(info[0]), info[1]);
+  }
   times.codegen_ms = MsSince(start);
-  return std::make_unique<CompiledKernel>(std::move(code), fn, symbol, times);
+  return std::make_unique<CompiledKernel>(std::move(code), fn, symbol, times, std::move(weights));
 }
 
 }  // namespace fusetune::codegen

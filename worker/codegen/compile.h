@@ -9,6 +9,7 @@
 #include "ir/fusion.h"
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "worker/codegen/bound_weights.h"
 #include "worker/codegen/jit.h"
 #include "worker/codegen/kernel_abi.h"
 #include "worker/codegen/kernel_ir.h"
@@ -25,9 +26,24 @@ struct CompileTimes {
 // A kernel in the JIT; removed from it when destroyed.
 class CompiledKernel {
  public:
-  CompiledKernel(std::unique_ptr<JitCode> code, KernelFn fn, std::string symbol, CompileTimes times)
-      : code_(std::move(code)), fn_(fn), symbol_(std::move(symbol)), times_(times) {}
+  CompiledKernel(std::unique_ptr<JitCode> code, KernelFn fn, std::string symbol, CompileTimes times,
+                 std::unique_ptr<BoundWeights> weights = nullptr)
+      : code_(std::move(code)),
+        fn_(fn),
+        symbol_(std::move(symbol)),
+        times_(times),
+        weights_(std::move(weights)) {}
   void Run(void** buffers) const { fn_(buffers); }
+  // Binds the kernel to the inputs in `buffers` (kernel_abi.h): a kernel that packs its weights
+  // ahead (wpack) packs them now, so later Runs with these buffers skip that; others do nothing.
+  // Call again after changing a bound input's contents. Unbind frees what Bind kept for them.
+  void Bind(void** buffers) const {
+    if (weights_) weights_->Bind(buffers);
+  }
+  void Unbind(void** buffers) const {
+    if (weights_) weights_->Unbind(buffers);
+  }
+  bool packs_weights_ahead() const { return weights_ != nullptr; }
   KernelFn fn() const { return fn_; }
   const std::string& symbol() const { return symbol_; }
   const CompileTimes& times() const { return times_; }
@@ -37,6 +53,7 @@ class CompiledKernel {
   KernelFn fn_;
   std::string symbol_;
   CompileTimes times_;
+  std::unique_ptr<BoundWeights> weights_;  // destroyed first: the code's tables point into it
 };
 
 struct CompileOptions {

@@ -12,8 +12,24 @@
 // A kernel is re-entrant only with respect to different buffers; it may call the runtime thread
 // pool (runtime/thread_pool.h), so two kernels must not run at the same time in one process.
 
+//
+// Weights packed at bind time (the matmul template's wpack knob): such a kernel's module also
+// defines
+//
+//   extern "C" void <symbol>.bind(void** buffers, float* packed, int64_t slot);
+//   extern "C" const int64_t <symbol>.bind_info[2];   // {index of B in buffers, packed bytes}
+//
+// bind(buffers, packed, slot) packs B = buffers[bind_info[0]] into `packed` (bind_info[1] bytes,
+// 64-byte aligned) and records in table slot `slot` (0 .. kBoundWeightSlots - 1) that calls whose
+// B is that pointer read the packed copy; bind(buffers, nullptr, slot) empties the slot. A call
+// whose B matches no slot packs B itself, as a kernel without the knob does, so a caller that
+// never binds still gets right results. A caller that changes the contents behind a bound pointer
+// must bind again (CompiledKernel::Bind does all this; the executor binds in SetInputs).
+
 namespace fusetune::codegen {
 
 using KernelFn = void (*)(void** buffers);
+using KernelBindFn = void (*)(void** buffers, float* packed, int64_t slot);
+inline constexpr int kBoundWeightSlots = 4;
 
 }  // namespace fusetune::codegen

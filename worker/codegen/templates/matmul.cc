@@ -227,6 +227,23 @@ class GroupEpilogue : public TileEpilogue {
   std::vector<OutputPlan> outputs_;
 };
 
+// wpack packs B once, at bind time, so B must be a kernel input (a user error otherwise: the
+// search never offers it there). Returns false where another kernel computes B: a plan stored
+// for a region whose B was a weight may be served to a graph where the same region's B is
+// computed; there the kernel packs in each call, as without the knob, instead of failing.
+bool WeightsPackable(const Graph& graph, const FusedGroup& group) {
+  if (group.Horizontal())
+    throw UserError(
+        "matmul schedule: wpack=1 is for one matmul; a horizontal group packs its "
+        "weights side by side in each call");
+  const ValueId b = graph.value(group.anchor).inputs.at(1);
+  if (std::find(group.inputs.begin(), group.inputs.end(), b) == group.inputs.end())
+    throw UserError(fmt::format(
+        "matmul schedule: wpack=1 needs B ({}) to be a kernel input; here the group computes it",
+        graph.RefName(b)));
+  return graph.value(b).kind != ValueKind::kNode;
+}
+
 bool IsIdentityIndex(const std::vector<IndexExpr>& index) {
   for (size_t d = 0; d < index.size(); ++d)
     if (index[d]->op != IndexOp::kVar || index[d]->var != static_cast<int>(d)) return false;
@@ -271,6 +288,11 @@ MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group) {
 llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const FusedGroup& group,
                                  const Schedule& schedule, const TargetInfo& target,
                                  const std::string& symbol, int threads) {
+  if (schedule.Get("wpack", 0) != 0 && !WeightsPackable(graph, group)) {
+    Schedule per_call = schedule;
+    per_call.Set("wpack", 0);
+    return EmitMatmulKernel(module, graph, group, per_call, target, symbol, threads);
+  }
   if (group.Horizontal())
     return EmitHorizontalMatmulKernel(module, graph, group, schedule, target, symbol, threads);
   const fusetune::Value& anchor = graph.value(group.anchor);

@@ -12,89 +12,10 @@
 #include <functional>
 
 #include "ir/error.h"
-#include "worker/codegen/templates/matmul_runtime.h"
+#include "worker/codegen/templates/matmul_emitter.h"
 
 namespace fusetune::codegen {
-namespace {
-
-constexpr int kLanes = 16;
-
-using llvm::BasicBlock;
-using llvm::Function;
-using llvm::Type;
-using llvm::Value;
-
-// One micro-kernel variant: `rows` x `vectors` accumulators, `last_lanes` valid in the last one.
-struct TileShape {
-  int rows;
-  int vectors;
-  int last_lanes;
-  bool operator==(const TileShape&) const = default;
-};
-
-class Emitter {
- public:
-  Emitter(llvm::Module& module, const MatmulKernelDesc& desc, TileEpilogue& epilogue,
-          const TargetInfo& target)
-      : module_(module),
-        ctx_(module.getContext()),
-        d_(desc),
-        l_(desc.layout),
-        t_(desc.tiling),
-        epilogue_(epilogue),
-        target_(target),
-        f32_(Type::getFloatTy(ctx_)),
-        i64_(Type::getInt64Ty(ctx_)),
-        i1_(Type::getInt1Ty(ctx_)),
-        ptr_(llvm::PointerType::get(ctx_, 0)),
-        vec_(llvm::FixedVectorType::get(f32_, kLanes)) {
-    k_blocks_ = t_.KBlocks(l_);
-    // A computed A is packed as [mc][kc]; A in memory is read where it lies.
-    a_ms_ = d_.a.compute ? t_.kc : d_.a.row_stride;
-    a_ks_ = d_.a.compute ? 1 : d_.a.k_stride;
-    // A B block (nc rows of n, all of K) is one contiguous range when B is [n][k] and packed in
-    // one k block: the tiles can stream the next one with one pointer.
-    prefetch_next_ = t_.pb && k_blocks_ == 1 && !d_.b.compute && d_.b.k_stride == 1 &&
-                     d_.b.row_stride == l_.k && t_.ku > 1;
-    FT_CHECK(k_blocks_ == 1 || d_.acc_buffer >= 0,
-             "matmul: k blocks need a float32 output for partial sums");
-  }
-
-  Function* Emit();
-
- private:
-  Function* NewFunction(const std::string& name, Type* result, std::vector<Type*> params,
-                        bool internal);
-  Function* EmitTile(const TileShape& shape);
-  Function* EmitTask();
-  Function* EmitEpilogue();
-  Function* EmitTileEpilogue();
-  Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v); }
-  Value* RuntimeFn(void* address, MatmulBuilder& b);
-  // for (i = start; i < end; i += step) body(i): a counted loop at the builder's position.
-  void EmitLoop(MatmulBuilder& b, Value* start, Value* end, int64_t step, const std::string& name,
-                const std::function<void(MatmulBuilder&, Value*)>& body);
-  Value* LaneMask(int lanes);
-  llvm::MDNode* NoUnroll();
-
-  llvm::Module& module_;
-  llvm::LLVMContext& ctx_;
-  const MatmulKernelDesc& d_;
-  const MatmulLayout& l_;
-  const MatmulTiling& t_;
-  TileEpilogue& epilogue_;
-  const TargetInfo& target_;
-  Type* f32_;
-  Type* i64_;
-  Type* i1_;
-  llvm::PointerType* ptr_;
-  llvm::FixedVectorType* vec_;
-  int64_t k_blocks_ = 1;
-  int64_t a_ms_ = 0, a_ks_ = 0;
-  bool prefetch_next_ = false;  // pb: B blocks are contiguous and the tiles stream the next one
-  Function* epilogue_fn_ = nullptr;
-  Function* epilogue_tile_fn_ = nullptr;  // set for heavy epilogues
-};
+namespace matmul_detail {
 
 Function* Emitter::NewFunction(const std::string& name, Type* result, std::vector<Type*> params,
                                bool internal) {
@@ -343,182 +264,6 @@ Function* Emitter::EmitTile(const TileShape& s) {
   return f;
 }
 
-// task(buffers, begin, end): tasks are numbered (b, n block, m block), m block fastest, so a
-// thread's consecutive tasks share a packed B block when there is one k block.
-Function* Emitter::EmitTask() {
-  Function* f = NewFunction(d_.name + ".task", Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, true);
-  Value *buffers = f->getArg(0), *begin = f->getArg(1), *end = f->getArg(2);
-  f->addParamAttr(0, llvm::Attribute::NoAlias);  // nothing writes the buffer array during a call
-  MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
-
-  const int64_t mr = t_.mr, nr = t_.nr, mc = t_.mc, nc = t_.nc, kc = t_.kc;
-  const int64_t m_blocks = t_.MBlocks(l_), n_blocks = t_.NBlocks(l_);
-  const int64_t panels = (nc + nr - 1) / nr;
-  const int64_t b_bytes = (panels * nr * kc * 4 + 63) / 64 * 64;
-  const int64_t scratch_bytes = b_bytes + (d_.a.compute ? mc * kc * 4 : 0);
-
-  auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
-  auto* pack_type = llvm::FunctionType::get(Type::getVoidTy(ctx_),
-                                            {ptr_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
-  Value* scratch =
-      b.CreateCall(scratch_type, RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_scratch), b),
-                   {I64(scratch_bytes)}, "scratch");
-  Value* pack_fn = RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_pack_b), b);
-  Value* a_packed = d_.a.compute
-                        ? b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, b_bytes, "a_packed")
-                        : nullptr;
-  auto base_of = [&](const MatmulOperand& op) -> Value* {
-    if (op.compute || op.buffer < 0) return llvm::Constant::getNullValue(ptr_);
-    return b.CreateAlignedLoad(ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, op.buffer),
-                               llvm::Align(8));
-  };
-  Value* a_base = base_of(d_.a);
-  Value* b_base = base_of(d_.b);
-  // Which (b, n block) the scratch holds; -1: none yet.
-  Value* packed = b.CreateAlloca(i64_, nullptr, "packed");
-  b.CreateStore(I64(-1), packed);
-
-  // The micro-kernel variants: full tiles, and ragged ones at the global m and n ends.
-  const int m_tail = static_cast<int>(l_.m % mr);
-  const int64_t n_tail = l_.n % nr;
-  TileShape full{static_cast<int>(mr), static_cast<int>(nr / kLanes), kLanes};
-  TileShape n_ragged{full.rows, static_cast<int>((n_tail + kLanes - 1) / kLanes),
-                     static_cast<int>(n_tail % kLanes == 0 ? kLanes : n_tail % kLanes)};
-  Function* tile_ff = EmitTile(full);
-  Function* tile_fn = n_tail ? EmitTile(n_ragged) : tile_ff;
-  Function* tile_mf = m_tail ? EmitTile({m_tail, full.vectors, full.last_lanes}) : tile_ff;
-  Function* tile_mn = m_tail && n_tail ? EmitTile({m_tail, n_ragged.vectors, n_ragged.last_lanes})
-                      : m_tail         ? tile_mf
-                                       : tile_fn;
-  b.SetInsertPoint(&f->getEntryBlock(), f->getEntryBlock().end());
-  auto* tile_type = tile_ff->getFunctionType();
-
-  EmitLoop(b, begin, end, 1, "task", [&](MatmulBuilder& b, Value* t) {
-    Value* mb = b.CreateSRem(t, I64(m_blocks));
-    Value* q = b.CreateSDiv(t, I64(m_blocks));  // (b, n block)
-    Value* nb = b.CreateSRem(q, I64(n_blocks));
-    Value* bi = b.CreateSDiv(q, I64(n_blocks));
-    Value* m0 = b.CreateMul(mb, I64(mc));
-    Value* m_end =
-        b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(m0, I64(mc)), I64(l_.m));
-    Value* nb0 = b.CreateMul(nb, I64(nc));
-    Value* n_end =
-        b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(nb0, I64(nc)), I64(l_.n));
-    Value* n_count = b.CreateSub(n_end, nb0);
-    Value* a_batch = b.CreateInBoundsGEP(f32_, a_base, b.CreateMul(bi, I64(d_.a.batch_stride)));
-    Value* b_batch = b.CreateInBoundsGEP(f32_, b_base, b.CreateMul(bi, I64(d_.b.batch_stride)));
-    Value* row_base = b.CreateMul(bi, I64(l_.m));
-    // The B block of this thread's next task (when it packs another one), else the scratch: the
-    // tiles' prefetches then hit in cache and cost nothing.
-    Value* next_block = scratch;
-    if (prefetch_next_) {
-      Value* next = b.CreateAdd(t, I64(1));
-      Value* nq = b.CreateSDiv(next, I64(m_blocks));
-      Value* has_next = b.CreateAnd(b.CreateICmpSLT(next, end), b.CreateICmpNE(nq, q));
-      Value* nn0 = b.CreateMul(b.CreateSRem(nq, I64(n_blocks)), I64(nc));
-      Value* nbi = b.CreateSDiv(nq, I64(n_blocks));
-      Value* src = b.CreateGEP(f32_, b_base,
-                               b.CreateAdd(b.CreateMul(nbi, I64(d_.b.batch_stride)),
-                                           b.CreateMul(nn0, I64(d_.b.row_stride))));
-      next_block = b.CreateSelect(has_next, src, scratch);
-    }
-
-    EmitLoop(b, I64(0), I64(k_blocks_), 1, "kb", [&](MatmulBuilder& b, Value* kb) {
-      Value* k0 = b.CreateMul(kb, I64(kc));
-      Value* k_count =
-          b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, I64(kc), b.CreateSub(I64(l_.k), k0));
-      // Pack B(b, nb0.., k0..) unless this thread's scratch already holds it (one k block only).
-      Value* need_pack = k_blocks_ > 1 ? static_cast<Value*>(llvm::ConstantInt::getTrue(ctx_))
-                                       : b.CreateICmpNE(b.CreateLoad(i64_, packed), q);
-      BasicBlock* pack_block = BasicBlock::Create(ctx_, "pack", f);
-      BasicBlock* compute = BasicBlock::Create(ctx_, "compute", f);
-      b.CreateCondBr(need_pack, pack_block, compute);
-      b.SetInsertPoint(pack_block);
-      if (d_.pack_b) {
-        d_.pack_b(b, buffers, bi, nb0, n_count, k0, k_count, nr, scratch);
-      } else if (d_.b.compute) {
-        // Prologue on B: evaluate each element into the packed layout; columns past N are zero.
-        Value* n_padded =
-            b.CreateMul(b.CreateSDiv(b.CreateAdd(n_count, I64(nr - 1)), I64(nr)), I64(nr));
-        EmitLoop(b, I64(0), n_padded, 1, "pack_n", [&](MatmulBuilder& b, Value* j) {
-          Value* n = b.CreateAdd(nb0, j);
-          Value* valid = b.CreateICmpSLT(n, I64(l_.n));
-          Value* n_read = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, n, I64(l_.n - 1));
-          Value* panel_offset =
-              b.CreateMul(b.CreateSDiv(j, I64(nr)), b.CreateMul(k_count, I64(nr)));
-          Value* col = b.CreateInBoundsGEP(f32_, scratch,
-                                           b.CreateAdd(panel_offset, b.CreateSRem(j, I64(nr))));
-          EmitLoop(b, I64(0), k_count, 1, "pack_k", [&](MatmulBuilder& b, Value* kk) {
-            Value* v = d_.b.compute(b, buffers, bi, n_read, b.CreateAdd(k0, kk));
-            v = b.CreateSelect(valid, v, llvm::ConstantFP::get(f32_, 0.0));
-            b.CreateAlignedStore(v, b.CreateInBoundsGEP(f32_, col, b.CreateMul(kk, I64(nr))),
-                                 llvm::Align(4));
-          });
-        });
-      } else {
-        Value* b_src = b.CreateInBoundsGEP(f32_, b_batch,
-                                           b.CreateAdd(b.CreateMul(nb0, I64(d_.b.row_stride)),
-                                                       b.CreateMul(k0, I64(d_.b.k_stride))));
-        b.CreateCall(
-            pack_type, pack_fn,
-            {b_src, I64(d_.b.row_stride), I64(d_.b.k_stride), n_count, k_count, I64(nr), scratch});
-      }
-      b.CreateStore(q, packed);
-      b.CreateBr(compute);
-      b.SetInsertPoint(compute);
-
-      if (d_.a.compute) {
-        // Prologue on A: evaluate this task's rows for this k block into [mc][kc].
-        EmitLoop(b, m0, m_end, 1, "pack_m", [&](MatmulBuilder& b, Value* m) {
-          Value* dst =
-              b.CreateInBoundsGEP(f32_, a_packed, b.CreateMul(b.CreateSub(m, m0), I64(kc)));
-          EmitLoop(b, I64(0), k_count, 1, "pack_ak", [&](MatmulBuilder& b, Value* kk) {
-            Value* v = d_.a.compute(b, buffers, bi, m, b.CreateAdd(k0, kk));
-            b.CreateAlignedStore(v, b.CreateInBoundsGEP(f32_, dst, kk), llvm::Align(4));
-          });
-        });
-      }
-      Value* first = b.CreateICmpEQ(kb, I64(0));
-      Value* last = b.CreateICmpEQ(kb, I64(k_blocks_ - 1));
-      Value* a_k = b.CreateInBoundsGEP(f32_, a_batch, b.CreateMul(k0, I64(d_.a.k_stride)));
-      auto call_tile = [&](MatmulBuilder& b, Value* m, Value* n) {
-        Value* m_full = b.CreateICmpSLE(b.CreateAdd(m, I64(mr)), I64(l_.m));
-        Value* n_full = b.CreateICmpSLE(b.CreateAdd(n, I64(nr)), I64(l_.n));
-        Value* fn = b.CreateSelect(m_full, b.CreateSelect(n_full, tile_ff, tile_fn),
-                                   b.CreateSelect(n_full, tile_mf, tile_mn));
-        Value* a_ptr =
-            d_.a.compute
-                ? b.CreateInBoundsGEP(f32_, a_packed, b.CreateMul(b.CreateSub(m, m0), I64(kc)))
-                : b.CreateInBoundsGEP(f32_, a_k, b.CreateMul(m, I64(d_.a.row_stride)));
-        Value* panel = b.CreateSDiv(b.CreateSub(n, nb0), I64(nr));
-        Value* bp =
-            b.CreateInBoundsGEP(f32_, scratch, b.CreateMul(panel, b.CreateMul(k_count, I64(nr))));
-        // This tile's share of the next block: tiles are numbered in loop order.
-        const int64_t m_tiles = (mc + mr - 1) / mr;
-        Value* mi = b.CreateSDiv(b.CreateSub(m, m0), I64(mr));
-        Value* index = t_.loop == 0 ? b.CreateAdd(b.CreateMul(mi, I64(panels)), panel)
-                                    : b.CreateAdd(b.CreateMul(panel, I64(m_tiles)), mi);
-        Value* pfp = b.CreateGEP(
-            f32_, next_block,
-            b.CreateMul(index, I64((nc * l_.k + m_tiles * panels - 1) / (m_tiles * panels))));
-        b.CreateCall(tile_type, fn,
-                     {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers, pfp});
-      };
-      if (t_.loop == 0) {
-        EmitLoop(b, m0, m_end, mr, "m", [&](MatmulBuilder& b, Value* m) {
-          EmitLoop(b, nb0, n_end, nr, "n", [&](MatmulBuilder& b, Value* n) { call_tile(b, m, n); });
-        });
-      } else {
-        EmitLoop(b, nb0, n_end, nr, "n", [&](MatmulBuilder& b, Value* n) {
-          EmitLoop(b, m0, m_end, mr, "m", [&](MatmulBuilder& b, Value* m) { call_tile(b, m, n); });
-        });
-      }
-    });
-  });
-  b.CreateRetVoid();
-  return f;
-}
-
 // epilogue(buffers, row, n_start, acc, lanes): the group's epilogue for one tile vector.
 Function* Emitter::EmitEpilogue() {
   Function* f = NewFunction(d_.name + ".epilogue", Type::getVoidTy(ctx_),
@@ -566,6 +311,10 @@ Function* Emitter::EmitTileEpilogue() {
 }
 
 Function* Emitter::Emit() {
+  if (t_.wpack) {
+    EmitBindTables();
+    EmitBind();
+  }
   epilogue_fn_ = EmitEpilogue();
   if (!epilogue_.Cheap()) epilogue_tile_fn_ = EmitTileEpilogue();
   Function* task = EmitTask();
@@ -585,7 +334,10 @@ Function* Emitter::Emit() {
   return kernel;
 }
 
-}  // namespace
+}  // namespace matmul_detail
+
+using llvm::Type;
+using llvm::Value;
 
 MatmulOperand OperandA(const MatmulLayout& l, int buffer, bool batch_broadcast) {
   MatmulOperand op;
@@ -621,7 +373,7 @@ void StoreEpilogue::EmitVector(MatmulBuilder& b, const TileVector& v) {
 
 llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc& desc,
                                    TileEpilogue& epilogue, const TargetInfo& target) {
-  return Emitter(module, desc, epilogue, target).Emit();
+  return matmul_detail::Emitter(module, desc, epilogue, target).Emit();
 }
 
 }  // namespace fusetune::codegen

@@ -1,6 +1,7 @@
 #pragma once
 // The matmul kernel emitter: out[b, m, n] = sum_k A(b, m, k) * B(b, n, k), register-blocked,
-// cache-blocked, B packed inside the call, parallel over (batch, m block, n block) tasks, with a
+// cache-blocked, B packed inside the call (with the wpack knob: once, when the kernel is bound to
+// its weights; kernel_abi.h), parallel over (batch, m block, n block) tasks, with a
 // caller-supplied epilogue applied to each row of the finished accumulator tile before it is
 // stored. It knows nothing of graphs: matmul.cc maps a fused group onto it.
 //
