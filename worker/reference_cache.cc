@@ -32,7 +32,9 @@ std::vector<std::string> ReferenceKeys(const Graph& graph, uint64_t seed) {
   // the same numbers (BERT's groups with and without the reshape before a projection).
   const size_t n = graph.values().size();
   std::vector<std::string> content(n), keys(n);
-  auto key_of = [&](ValueId v, const TensorType& type) { return content[v] + " as " + type.ToString(); };
+  auto key_of = [&](ValueId v, const TensorType& type) {
+    return content[v] + " as " + type.ToString();
+  };
   const std::vector<ValueId>& params = graph.params();
   for (size_t i = 0; i < params.size(); ++i) {
     const Value& p = graph.value(params[i]);

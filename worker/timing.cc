@@ -10,7 +10,7 @@ namespace {
 
 volatile uint64_t g_flush_sink;  // keeps the flush loop from being optimised away
 
-constexpr int kMaxNumber = 1 << 24;        // calls per repeat, at most
+constexpr int kMaxNumber = 1 << 24;       // calls per repeat, at most
 constexpr double kReliableRunUs = 100.0;  // a growing run this long predicts the per-call time
 
 double NowUs() {
@@ -91,8 +91,8 @@ Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options
       // jump to 10% past the target (doubling from there overshot by up to 2x: a 3 ms repeat
       // grew to 6). A shorter run grows by at most 16x, since its figure may be mostly overhead.
       const double factor = elapsed_us >= kReliableRunUs ? target_us * 1.1 / elapsed_us
-                            : elapsed_us > 0             ? std::clamp(target_us * 1.1 / elapsed_us, 2.0, 16.0)
-                                                         : 16.0;
+                            : elapsed_us > 0 ? std::clamp(target_us * 1.1 / elapsed_us, 2.0, 16.0)
+                                             : 16.0;
       number = static_cast<int>(
           std::min<double>(std::max<double>(number + 1, std::ceil(number * factor)), kMaxNumber));
     }

@@ -2,9 +2,9 @@
 // The timing harness: warm-up calls, then repeats of `number` back-to-back calls, with `number`
 // grown until one repeat lasts at least `min_repeat_ms` — the last of those growing runs is the
 // first repeat —; a run of at least 100 µs predicts the calls a repeat needs, so the growth jumps
-// there at once instead of doubling past it; per-call times of the repeats give median, min and standard
-// deviation. Optionally the caches are flushed before each repeat (then `number` stays 1 so every
-// timed call starts cold).
+// there at once instead of doubling past it; per-call times of the repeats give median, min and
+// standard deviation. Optionally the caches are flushed before each repeat (then `number` stays 1
+// so every timed call starts cold).
 //
 // Adaptive (min_repeat > 0): after `min_repeat` repeats, timing stops as soon as a majority of the
 // repeats lie within `tolerance` of their median (so one repeat disturbed by another process does
