@@ -57,14 +57,15 @@ TEST(Timing, AdaptiveStopsWhenRepeatsAgree) {
 }
 
 TEST(Timing, GrowingRunsJumpToTheRepeatLengthWithoutOvershoot) {
-  // 20 µs calls, 2 ms repeats: 1 call, 16 calls (320 µs: enough to predict), then ~110 calls.
-  // Doubling from 16 would have reached 256 calls (5.1 ms, 2.6x the repeat asked for).
+  // 200 µs calls, 5 ms repeats: one call predicts the rest, so the next run is ~28 calls.
+  // Growing by at most 16x, then at least 2x, ran 16 calls (3.2 ms) and then 32 (6.4 ms).
   int calls = 0;
   TimingOptions o = Quick();
   o.repeat = 3;
-  Timing t = TimeCalls(Busy(20, &calls), o);
-  EXPECT_GE(t.number * t.samples_us[0], 2000.0);  // a repeat lasts at least min_repeat_ms
-  EXPECT_LE(t.number, 2000 * 1.1 / 20 + 1);       // and the prediction never overshoots it
+  o.min_repeat_ms = 5;
+  Timing t = TimeCalls(Busy(200, &calls), o);
+  EXPECT_GE(t.number * t.samples_us[0], 5000.0);  // a repeat lasts at least min_repeat_ms
+  EXPECT_LE(t.number, 5000 * 1.1 / 200 + 1);      // and the prediction does not overshoot it
   EXPECT_GE(t.number, 2);
 }
 
