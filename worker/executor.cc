@@ -134,32 +134,39 @@ PlanProfile PlanExecutor::Measure(const TimingOptions& options, KernelTimes kern
       result.kernels[i].timing = TimeCalls([&] { kernel->Run(buffers); }, options);
     }
   }
-  result.total = TimeCalls([&] { Run(); }, options);
-  if (steps_.size() == 1) {
-    result.kernels[0].timing = result.total;
-  } else if (kernel_times == KernelTimes::kInSequence) {
-    // A few passes of `number` calls of the whole, with a clock read after each kernel; each
-    // kernel's figure is the median of its per-call times over the passes.
-    using Clock = std::chrono::steady_clock;
-    constexpr int kPasses = 3;
-    const int number = std::max(1, result.total.number);
-    std::vector<std::vector<double>> per_pass(steps_.size());
-    for (int pass = 0; pass < kPasses; ++pass) {
-      std::vector<Clock::duration> spent(steps_.size(), Clock::duration::zero());
-      for (int call = 0; call < number; ++call) {
-        Clock::time_point before = Clock::now();
-        for (size_t i = 0; i < steps_.size(); ++i) {
-          steps_[i].kernel->Run(steps_[i].buffers.data());
-          Clock::time_point after = Clock::now();
-          spent[i] += after - before;
-          before = after;
-        }
-      }
-      for (size_t i = 0; i < steps_.size(); ++i)
-        per_pass[i].push_back(std::chrono::duration<double, std::micro>(spent[i]).count() / number);
+  if (steps_.size() == 1 || kernel_times == KernelTimes::kSeparately) {
+    result.total = TimeCalls([&] { Run(); }, options);
+    if (steps_.size() == 1) result.kernels[0].timing = result.total;
+    return result;
+  }
+  // In sequence: the whole's own repeats, with a clock read after each kernel (~20 ns each, next
+  // to kernels of microseconds), summed per run of `number` calls; the last `repeat` runs are the
+  // repeats, so each kernel's figure is the median over the same repeats as the whole's.
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::duration> spent(steps_.size(), Clock::duration::zero());
+  std::vector<std::vector<Clock::duration>> runs;  // per run of `number` calls: spent per kernel
+  auto in_sequence = [&] {
+    Clock::time_point before = Clock::now();
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      steps_[i].kernel->Run(steps_[i].buffers.data());
+      const Clock::time_point after = Clock::now();
+      spent[i] += after - before;
+      before = after;
     }
-    for (size_t i = 0; i < steps_.size(); ++i)
-      result.kernels[i].timing = Summarize(std::move(per_pass[i]), number);
+  };
+  auto next_run = [&] {
+    runs.push_back(spent);
+    std::fill(spent.begin(), spent.end(), Clock::duration::zero());
+  };
+  result.total = TimeCalls(in_sequence, options, next_run);
+  runs.push_back(spent);  // the last run; runs[0] is the warm-up's
+  const int number = std::max(1, result.total.number);
+  const size_t repeats = std::min(runs.size(), static_cast<size_t>(result.total.repeat));
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    std::vector<double> samples;
+    for (size_t r = runs.size() - repeats; r < runs.size(); ++r)
+      samples.push_back(std::chrono::duration<double, std::micro>(runs[r][i]).count() / number);
+    result.kernels[i].timing = Summarize(std::move(samples), number);
   }
   return result;
 }

@@ -49,9 +49,9 @@ class PlanExecutor {
   // timed once: its kernel's figure is the whole's.
   enum class KernelTimes {
     kSeparately,  // each kernel alone, like the whole (`fusetune run`'s per-kernel figures)
-    kInSequence,  // from clock reads between the kernels in three more passes of the whole
+    kInSequence,  // from clock reads between the kernels during the whole's own repeats
                   // (jobs, where only the whole decides and the kernels' figures are for
-                  // calibration)
+                  // calibration): no extra runs
   };
   PlanProfile Measure(const TimingOptions& options,
                       KernelTimes kernel_times = KernelTimes::kSeparately);

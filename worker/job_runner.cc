@@ -79,7 +79,9 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
     executor.SetInputs(run.inputs);
     if (fault == "crash") std::raise(SIGSEGV);
     if (fault == "hang") std::this_thread::sleep_for(std::chrono::hours(24));
+    const auto call_start = std::chrono::steady_clock::now();
     executor.Run();
+    const double call_ms = MsSince(call_start);
     std::vector<Tensor> outputs = executor.Outputs();
     if (fault == "wrong" && !outputs.empty() && outputs[0].size() > 0)
       outputs[0].Set(0, outputs[0].Get(0) + 1.0);
@@ -94,7 +96,7 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
     }
     stage = "timing";
     start = std::chrono::steady_clock::now();
-    PlanProfile profile = executor.Measure(JobTiming(run.job.timing, best_us),
+    PlanProfile profile = executor.Measure(JobTiming(run.job.timing, best_us, call_ms),
                                            PlanExecutor::KernelTimes::kInSequence);
     r.timing_ms = MsSince(start);
     r.median_us = profile.total.median_us;
@@ -116,10 +118,11 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
 
 }  // namespace
 
-TimingOptions JobTiming(const TimingOptions& asked, double best_us) {
+TimingOptions JobTiming(const TimingOptions& asked, double best_us, double check_call_ms) {
   TimingOptions t = asked;
-  // The check has just run the plan once: one warm-up call fewer.
-  t.warmup = std::max(0, asked.warmup - 1);
+  // The check has just run the plan once: one warm-up call fewer, or none after a call that long
+  // (for a call of 8 ms and three repeats of one call, the warm-up was a fourth of the timing).
+  t.warmup = check_call_ms >= asked.min_repeat_ms ? 0 : std::max(0, asked.warmup - 1);
   t.min_repeat = std::min(kMinRepeats, std::max(1, asked.repeat));
   t.tolerance = kAgreement;
   t.race_us = best_us;

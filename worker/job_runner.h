@@ -19,8 +19,10 @@ class Jit;
 }
 
 // The timing of a job's plans: the job's warm-up, repeat length and most repeats; adaptive from
-// 3 repeats; racing against `best_us`, the fastest plan of the job so far (0: none yet).
-TimingOptions JobTiming(const TimingOptions& asked, double best_us);
+// 3 repeats; racing against `best_us`, the fastest plan of the job so far (0: none yet). The
+// check has just run the plan once, in `check_call_ms`: that counts as one warm-up call, and as
+// all of them when it lasted a repeat (a call that long has touched everything it will touch).
+TimingOptions JobTiming(const TimingOptions& asked, double best_us, double check_call_ms = 0);
 
 class JobRunner {
  public:

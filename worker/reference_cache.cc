@@ -14,30 +14,55 @@ std::string DataKey(const Tensor& data) {
   return fmt::format("data({}, {})", data.type().ToString(), Hash128Hex(bytes));
 }
 
+// Ops whose output holds the elements of their one operand in the same order, under another shape.
+bool IsView(const Graph& graph, const Value& node) {
+  const std::string& op = node.op->name;
+  return (op == "reshape" || op == "squeeze" || op == "expand_dims") && node.inputs.size() == 1 &&
+         graph.value(node.inputs[0]).type.dtype == node.type.dtype;
+}
+
 }  // namespace
 
 std::vector<std::string> ReferenceKeys(const Graph& graph, uint64_t seed) {
-  std::vector<std::string> keys(graph.values().size());
+  // A key is what a value holds, its flat elements in order ("content"), and its type. A view
+  // (reshape, squeeze, expand_dims) keeps its operand's content under another type; a random
+  // parameter's content depends on its dtype, element count, seed and position, not its shape
+  // (Tensor::Random fills elements in order). So a dense whose input is a reshaped parameter and
+  // the same dense whose input is a parameter of the reshaped type get one key: their inputs hold
+  // the same numbers (BERT's groups with and without the reshape before a projection).
+  const size_t n = graph.values().size();
+  std::vector<std::string> content(n), keys(n);
+  auto key_of = [&](ValueId v, const TensorType& type) {
+    return content[v] + " as " + type.ToString();
+  };
   const std::vector<ValueId>& params = graph.params();
   for (size_t i = 0; i < params.size(); ++i) {
     const Value& p = graph.value(params[i]);
-    // As RandomInputs draws them: by seed and position.
-    keys[params[i]] =
-        p.data ? DataKey(*p.data)
-               : fmt::format("random({}, seed {}, parameter {})", p.type.ToString(), seed, i);
+    if (p.data) {
+      content[params[i]] = keys[params[i]] = DataKey(*p.data);
+      continue;
+    }
+    content[params[i]] = fmt::format("random({} x {}, seed {}, parameter {})",
+                                     DTypeName(p.type.dtype), p.type.NumElements(), seed, i);
+    keys[params[i]] = key_of(params[i], p.type);
   }
-  for (ValueId v = 0; v < static_cast<ValueId>(graph.values().size()); ++v) {
+  for (ValueId v = 0; v < static_cast<ValueId>(n); ++v) {
     const Value& value = graph.value(v);
     if (value.kind == ValueKind::kConst) {
-      keys[v] = DataKey(*value.data);
+      content[v] = keys[v] = DataKey(*value.data);
     } else if (value.kind == ValueKind::kNode) {
+      if (IsView(graph, value)) {
+        content[v] = content[value.inputs[0]];
+        keys[v] = key_of(v, value.type);
+        continue;
+      }
       // The node alone, its operands as inputs p0, p1, ... in the order the canonical form lists
       // them; then what each of those inputs is.
       const ValueId one[] = {v};
       CanonicalForm form = Canonicalize(graph, one);
       std::string text = form.text;
       for (ValueId in : form.inputs) text += "\n" + keys[in];
-      keys[v] = Hash128Hex(text);
+      content[v] = keys[v] = Hash128Hex(text);
     }
   }
   return keys;

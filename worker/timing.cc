@@ -10,6 +10,9 @@ namespace {
 
 volatile uint64_t g_flush_sink;  // keeps the flush loop from being optimised away
 
+constexpr int kMaxNumber = 1 << 24;       // calls per repeat, at most
+constexpr double kReliableRunUs = 100.0;  // a growing run this long predicts the per-call time
+
 double NowUs() {
   return std::chrono::duration<double, std::micro>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -65,7 +68,8 @@ Timing Summarize(std::vector<double> samples_us, int number) {
   return t;
 }
 
-Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options) {
+Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options,
+                 const std::function<void()>& before_run) {
   for (int i = 0; i < options.warmup; ++i) call();
   int number = options.number > 0 ? options.number : 1;
   std::vector<double> samples;
@@ -73,22 +77,30 @@ Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options
     // Grow `number` until one repeat lasts min_repeat_ms (capped so a slow call is not repeated
     // needlessly: one call longer than the minimum keeps number = 1). The run that reaches it is
     // a repeat like the others: it comes after the warm-up and the shorter runs.
+    const double target_us = options.min_repeat_ms * 1000.0;
     for (;;) {
+      if (before_run) before_run();
       double start = NowUs();
       for (int i = 0; i < number; ++i) call();
       double elapsed_us = NowUs() - start;
-      if (elapsed_us / 1000.0 >= options.min_repeat_ms || number >= (1 << 24)) {
+      if (elapsed_us >= target_us || number >= kMaxNumber) {
         samples.push_back(elapsed_us / number);
         break;
       }
-      double factor = elapsed_us > 0 ? options.min_repeat_ms * 1000.0 / elapsed_us : 16.0;
-      number =
-          static_cast<int>(std::min<double>(number * std::clamp(factor * 1.1, 2.0, 16.0), 1 << 24));
+      // A run of >= 100 µs predicts the per-call time within the clock's and the loop's noise:
+      // jump to 10% past the target (doubling from there overshot by up to 2x: a 3 ms repeat
+      // grew to 6). A shorter run grows by at most 16x, since its figure may be mostly overhead.
+      const double factor = elapsed_us >= kReliableRunUs ? target_us * 1.1 / elapsed_us
+                            : elapsed_us > 0 ? std::clamp(target_us * 1.1 / elapsed_us, 2.0, 16.0)
+                                             : 16.0;
+      number = static_cast<int>(
+          std::min<double>(std::max<double>(number + 1, std::ceil(number * factor)), kMaxNumber));
     }
   }
   bool raced = false;
   while (samples.empty() || !Enough(samples, options, &raced)) {
     if (options.flush_cache) FlushCaches();
+    if (before_run) before_run();
     double start = NowUs();
     for (int i = 0; i < number; ++i) call();
     samples.push_back((NowUs() - start) / number);

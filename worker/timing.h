@@ -1,9 +1,10 @@
 #pragma once
 // The timing harness: warm-up calls, then repeats of `number` back-to-back calls, with `number`
-// grown (doubling or more) until one repeat lasts at least `min_repeat_ms` — the last of those
-// growing runs is the first repeat —; per-call times of the repeats give median, min and standard
-// deviation. Optionally the caches are flushed before each repeat (then `number` stays 1 so every
-// timed call starts cold).
+// grown until one repeat lasts at least `min_repeat_ms` — the last of those growing runs is the
+// first repeat —; a run of at least 100 µs predicts the calls a repeat needs, so the growth jumps
+// there at once instead of doubling past it; per-call times of the repeats give median, min and
+// standard deviation. Optionally the caches are flushed before each repeat (then `number` stays 1
+// so every timed call starts cold).
 //
 // Adaptive (min_repeat > 0): after `min_repeat` repeats, timing stops as soon as a majority of the
 // repeats lie within `tolerance` of their median (so one repeat disturbed by another process does
@@ -40,7 +41,11 @@ struct Timing {
   std::vector<double> samples_us;  // per-call time of each repeat
 };
 
-Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options = {});
+// `before_run`, when given, is called before every run of `number` calls that may become a repeat
+// (the growing runs and the repeats; not the warm-up), outside the timed span, so a caller can
+// split figures it gathers inside `call` by repeat: the last `repeat` runs are the repeats.
+Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options = {},
+                 const std::function<void()>& before_run = {});
 
 // Median, min and standard deviation of `samples_us` (at least one) into a Timing.
 Timing Summarize(std::vector<double> samples_us, int number);

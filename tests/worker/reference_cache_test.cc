@@ -1,5 +1,6 @@
 // The reference a worker shares between jobs equals the reference each job would compute alone:
-// across repeated graphs, across groups that share an anchor, and never across different inputs
+// across repeated graphs, across groups that share an anchor, through views (reshape) of the same
+// parameter, and never across different inputs
 // (another seed, another parameter order, other constant data).
 #include <string>
 
@@ -58,6 +59,28 @@ TEST(ReferenceCache, GroupsThatShareAnAnchorShareItsValue) {
   ReferenceCache::Reference r = cache.Get(block, 1);
   EXPECT_EQ(r.evaluated, 2);  // bias_add and tanh; the dense is the first job's
   ExpectSame(r.outputs, PerJob(block, 1));
+}
+
+TEST(ReferenceCache, AViewOfAParameterSharesTheValuesOfItsConsumers) {
+  // BERT's projections are measured as [dense, ...] and as [reshape, dense, ...]: the reshaped
+  // parameter holds the same numbers as a parameter of the reshaped type, so the dense is one.
+  ReferenceCache cache;
+  Graph dense = Parse(kDense);
+  Graph viewed = Parse(
+      "fn (%x: Tensor[(1, 16, 32), float32], %w: Tensor[(24, 32), float32]) {\n"
+      "  %0 = reshape(%x, newshape=[16, 32]);\n  %1 = nn.dense(%0, %w);\n"
+      "  expand_dims(%1, axis=0)\n}");
+  EXPECT_EQ(cache.Get(dense, 1).evaluated, 1);
+  ReferenceCache::Reference r = cache.Get(viewed, 1);
+  EXPECT_EQ(r.evaluated, 1);  // the expand_dims only: the reshape and the dense were known
+  ExpectSame(r.outputs, PerJob(viewed, 1));
+  // Another element order is another value: a transpose is no view.
+  Graph transposed = Parse(
+      "fn (%x: Tensor[(32, 16), float32], %w: Tensor[(24, 32), float32]) {\n"
+      "  %0 = transpose(%x, axes=[1, 0]);\n  nn.dense(%0, %w)\n}");
+  ReferenceCache::Reference t = cache.Get(transposed, 1);
+  EXPECT_EQ(t.evaluated, 2);
+  ExpectSame(t.outputs, PerJob(transposed, 1));
 }
 
 TEST(ReferenceCache, OtherInputsAreNeverServed) {

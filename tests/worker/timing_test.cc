@@ -1,6 +1,7 @@
 // Adaptive timing stops once its repeats agree, and no later than `repeat`; racing stops a call
-// that cannot be the best after `race_after` repeats; a plan of one kernel is timed once; per-
-// kernel figures measured in sequence add up to the whole.
+// that cannot be the best after `race_after` repeats; growing runs do not overshoot the repeat
+// length; a plan of one kernel is timed once; per-kernel figures measured in sequence are read
+// during the whole's repeats and add up to it.
 #include <chrono>
 #include <string>
 
@@ -55,6 +56,36 @@ TEST(Timing, AdaptiveStopsWhenRepeatsAgree) {
   EXPECT_EQ(TimeCalls(Busy(20, &calls), o).repeat, 7);
 }
 
+TEST(Timing, GrowingRunsJumpToTheRepeatLengthWithoutOvershoot) {
+  // 200 µs calls, 5 ms repeats: one call predicts the rest, so the next run is ~28 calls.
+  // Growing by at most 16x, then at least 2x, ran 16 calls (3.2 ms) and then 32 (6.4 ms).
+  int calls = 0;
+  TimingOptions o = Quick();
+  o.repeat = 3;
+  o.min_repeat_ms = 5;
+  Timing t = TimeCalls(Busy(200, &calls), o);
+  EXPECT_GE(t.number * t.samples_us[0], 5000.0);  // a repeat lasts at least min_repeat_ms
+  EXPECT_LE(t.number, 5000 * 1.1 / 200 + 1);      // and the prediction does not overshoot it
+  EXPECT_GE(t.number, 2);
+}
+
+TEST(Timing, EveryRunThatMayBeARepeatIsAnnouncedOutsideTheTimedSpan) {
+  // Calls counted between announcements: the growing runs, then `repeat` runs of `number`.
+  std::vector<int> runs;
+  int calls = 0;
+  auto counted = Busy(20, &calls);
+  TimingOptions o = Quick();
+  o.warmup = 2;
+  o.repeat = 4;
+  Timing t = TimeCalls(counted, o, [&] { runs.push_back(calls); });
+  runs.push_back(calls);
+  ASSERT_GE(runs.size(), 5u);
+  EXPECT_EQ(runs[0], o.warmup);  // the warm-up comes before the first announcement
+  for (size_t r = runs.size() - 4; r < runs.size(); ++r)
+    EXPECT_EQ(runs[r] - runs[r - 1], t.number) << "run " << r;
+  EXPECT_EQ(t.repeat, 4);
+}
+
 TEST(Timing, OneDisturbedRepeatCostsNoMoreRepeats) {
   // One call per repeat; the second repeat's call is three times slower (another process took the
   // core). The other two agree with their median: enough.
@@ -103,6 +134,9 @@ TEST(Timing, JobsAdaptFromThreeRepeatsAndRaceTheBestPlan) {
   EXPECT_EQ(t.min_repeat, 3);
   EXPECT_EQ(t.race_us, 0);
   EXPECT_EQ(JobTiming(asked, 123.0).race_us, 123.0);
+  // A check call as long as a repeat was warm-up enough; a shorter one counts as one warm-up.
+  EXPECT_EQ(JobTiming(asked, 0, 12.0).warmup, 0);
+  EXPECT_EQ(JobTiming(asked, 0, 0.5).warmup, asked.warmup - 1);
   asked.repeat = 1;  // never more repeats than the job allows
   EXPECT_EQ(JobTiming(asked, 0).min_repeat, 1);
 }
@@ -128,14 +162,19 @@ TEST(Measure, OneKernelIsTimedOnceAndKernelsInSequenceAddUp) {
   unfused.SetInputs(inputs);
   PlanProfile p = unfused.Measure(o, PlanExecutor::KernelTimes::kInSequence);
   ASSERT_EQ(p.kernels.size(), 3u);
-  double sum = 0;
-  for (const KernelTiming& k : p.kernels) {
-    EXPECT_GT(k.timing.median_us, 0.0);
-    sum += k.timing.median_us;
+  // Read during the whole's own repeats: per repeat, the kernels' figures add up to the whole's
+  // (less the loop around them), however busy the machine is.
+  for (size_t r = 0; r < p.total.samples_us.size(); ++r) {
+    double sum = 0;
+    for (const KernelTiming& k : p.kernels) {
+      ASSERT_EQ(k.timing.samples_us.size(), p.total.samples_us.size());
+      EXPECT_EQ(k.timing.number, p.total.number);
+      EXPECT_GT(k.timing.samples_us[r], 0.0);
+      sum += k.timing.samples_us[r];
+    }
+    EXPECT_LE(sum, p.total.samples_us[r] * 1.0001) << "repeat " << r;
+    EXPECT_GT(sum, p.total.samples_us[r] * 0.9) << "repeat " << r;
   }
-  // Measured in later passes than the whole: equal within what a busy shared machine moves.
-  EXPECT_GT(sum, p.total.median_us / 3);
-  EXPECT_LT(sum, p.total.median_us * 3);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "worker/codegen/jit.h"
 
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
 
@@ -43,6 +44,7 @@ void InitializeLlvmOnce() {
 
 struct JitState {
   TargetInfo target;
+  int codegen_level = 3;
   std::unique_ptr<llvm::TargetMachine> machine;  // for optimisation and assembly listings
   std::unique_ptr<llvm::orc::LLJIT> lljit;
   std::mutex mutex;  // LLJIT calls are serialised: one worker compiles one kernel at a time
@@ -78,9 +80,10 @@ void* JitCode::Lookup(const std::string& name) const {
   return address->toPtr<void*>();
 }
 
-Jit::Jit() : state_(std::make_shared<JitState>()) {
+Jit::Jit(int codegen_level) : state_(std::make_shared<JitState>()) {
   InitializeLlvmOnce();
   state_->target = HostTarget();
+  state_->codegen_level = std::clamp(codegen_level, 0, 3);
   const TargetInfo& target = state_->target;
 
   llvm::orc::JITTargetMachineBuilder builder{llvm::Triple(target.triple)};
@@ -88,7 +91,10 @@ Jit::Jit() : state_(std::make_shared<JitState>()) {
   std::vector<std::string> features;
   for (const std::string& f : target.features) features.push_back("+" + f);
   builder.addFeatures(features);
-  builder.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  constexpr llvm::CodeGenOpt::Level kLevels[] = {llvm::CodeGenOpt::None, llvm::CodeGenOpt::Less,
+                                                 llvm::CodeGenOpt::Default,
+                                                 llvm::CodeGenOpt::Aggressive};
+  builder.setCodeGenOptLevel(kLevels[state_->codegen_level]);
   state_->machine = Unwrap(builder.createTargetMachine(), "creating the target machine");
   state_->lljit = Unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(),
                          "creating the JIT");
@@ -114,6 +120,8 @@ Jit::Jit() : state_(std::make_shared<JitState>()) {
 Jit::~Jit() = default;
 
 const TargetInfo& Jit::target() const { return state_->target; }
+
+int Jit::codegen_level() const { return state_->codegen_level; }
 
 std::unique_ptr<JitModule> Jit::NewModule(const std::string& name) const {
   auto module = std::make_unique<JitModule>(name);

@@ -62,12 +62,14 @@ class JitCode {
 class Jit {
  public:
   // Sets up LLVM's native target and an LLJIT for the host; throws std::runtime_error on failure.
-  Jit();
+  // `codegen_level` (0..3) is the backend's optimisation level (CodeGenOpt None .. Aggressive).
+  explicit Jit(int codegen_level = 3);
   ~Jit();
   Jit(const Jit&) = delete;
   Jit& operator=(const Jit&) = delete;
 
   const TargetInfo& target() const;
+  int codegen_level() const;
 
   // A fresh context and module with the target's data layout and triple.
   std::unique_ptr<JitModule> NewModule(const std::string& name) const;
