@@ -4,11 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# lld-16: links the statically linked LLVM and gRPC in seconds (CMakeLists.txt says why).
 # libopenblas0-pthread: numpy's and PyTorch's BLAS for the bench/ peers (else the slow reference BLAS).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  llvm-16-dev libspdlog-dev libfmt-dev libsqlite3-dev libgtest-dev libbenchmark-dev
+  llvm-16-dev lld-16 libspdlog-dev libfmt-dev libsqlite3-dev libgtest-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
   libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
   python3-grpcio python3-protobuf python3-pytest python3-onnx
