@@ -82,6 +82,40 @@ Plan WithTunedSchedules(const Graph& g, const Subgraph& sub, Plan baseline, cons
   return baseline;
 }
 
+// kFromTuned: a transferred schedule that fails at these sizes (a compile error, a wrong result)
+// must not take the baselines down with it. A way whose greedy or unfused plan failed on the
+// tuned plan's schedules is timed again with its baselines on the store's schedules (kMeasured),
+// as a validation without a family would; the tuned plan stays in its slot.
+void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan,
+                           std::vector<ThreeWay>& ways, JobRunner& runner,
+                           std::vector<ThreeWayResult>& results) {
+  std::vector<size_t> again;
+  std::vector<ThreeWay> retimed;
+  for (size_t i = 0; i < ways.size(); ++i) {
+    const RegionSearch& rs = plan.regions[i];
+    ThreeWay way = ways[i];
+    way.plans[kGreedy] = WithBestSchedules(g, rs.greedy, plan.groups, &rs.sub);
+    way.plans[kUnfused] = WithBestSchedules(g, UnfusedPlan(rs.sub.graph), plan.groups, &rs.sub);
+    bool redo = false;
+    for (int slot : {kGreedy, kUnfused})
+      redo |= !(results[i].us[slot] < kInf) && !SameGroups(*way.plans[slot], *ways[i].plans[slot]);
+    if (!redo) continue;
+    const std::string& why = results[i].reason[kGreedy].empty() ? results[i].reason[kUnfused]
+                                                                 : results[i].reason[kGreedy];
+    spdlog::debug("region {}: a baseline failed on the transferred schedules ({}); timed again "
+                  "on the store's",
+                  i, why);
+    again.push_back(i);
+    retimed.push_back(std::move(way));
+  }
+  if (again.empty()) return;
+  std::vector<ThreeWayResult> res = TimeThreeWays(retimed, runner, "validating");
+  for (size_t j = 0; j < again.size(); ++j) {
+    ways[again[j]] = std::move(retimed[j]);
+    results[again[j]] = std::move(res[j]);
+  }
+}
+
 }  // namespace
 
 double SignTestP(int wins, int n) {
@@ -307,7 +341,9 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
             WithTunedSchedules(g, rs.sub, *way.plans[slot], *way.plans[kTuned], plan.groups);
     ways.push_back(std::move(way));
   }
-  const std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
+  std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
+  if (baselines == BaselineSchedules::kFromTuned)
+    RetimeFailedBaselines(g, plan, ways, runner, results);
   std::vector<RegionWinner> out;
   for (size_t i = 0; i < plan.regions.size(); ++i) {
     const RegionSearch& rs = plan.regions[i];

@@ -122,8 +122,9 @@ TEST_F(WarmStartTest, BaselinesTakeTheFamilysSchedulesSoGreedysGroupingIsTimedOn
     for (const JobPlan& p : job.plans) names.insert(p.name);
     EXPECT_EQ(names, (std::set<std::string>{"greedy", "unfused"}));
     for (const JobPlan& p : job.plans) {
-      if (p.name == "greedy")
+      if (p.name == "greedy") {
         EXPECT_NE(p.json.find(adapted), std::string::npos) << p.json << " lacks " << adapted;
+      }
     }
   }
   EXPECT_EQ(validation_jobs, kMinRounds) << "unfused loses both rounds under the bytes model";
@@ -133,6 +134,36 @@ TEST_F(WarmStartTest, BaselinesTakeTheFamilysSchedulesSoGreedysGroupingIsTimedOn
   EXPECT_EQ(region.chosen, "greedy");
   EXPECT_EQ(region.plan[0].schedule.ToString(), adapted);
   EXPECT_DOUBLE_EQ(region.warm_start->transferred_us, region.greedy_us);
+}
+
+TEST_F(WarmStartTest, ATransferredScheduleThatFailsHereLeavesTheBaselinesOnTheirOwn) {
+  ModelBackend backend;
+  Tune(SeedAt(256), {}, *store_, backend);
+  std::vector<std::string> missing;
+  const std::string adapted = LookupCached(SeedAt(192), {}, *store_, backend.TargetFingerprint(),
+                                           &missing)
+                                  .regions.at(0)
+                                  .plan.at(0)
+                                  .schedule.ToString();
+  ASSERT_FALSE(adapted.empty());
+  // Every kernel on the transferred schedule crashes at 192 (a wrong tile for these sizes, say).
+  backend.adjust = [&](const MeasureJob&, const Plan& plan, PlanResult& t) {
+    for (const PlanGroup& pg : plan.groups)
+      if (pg.schedule.ToString() == adapted) {
+        t.ok = false;
+        t.reason = "crashed with signal 11";
+      }
+  };
+  TuneOptions options;
+  options.warm_start = WarmStart::kOnly;
+  const TuneReport r = Tune(SeedAt(192), options, *store_, backend);  // does not throw
+  ASSERT_EQ(r.regions.size(), 1u);
+  const RegionReport& region = r.regions[0];
+  EXPECT_EQ(region.chosen, "greedy") << region.decision;
+  EXPECT_NE(region.decision.find("tuned failed"), std::string::npos) << region.decision;
+  ASSERT_EQ(region.plan.size(), 1u);
+  EXPECT_NE(region.plan[0].schedule.ToString(), adapted) << "greedy on the store's schedule";
+  EXPECT_GT(region.greedy_us, 0);
 }
 
 TEST_F(WarmStartTest, AWarmOnlyTuneSumsTheRegionsInsteadOfTimingTheWholeGraph) {
