@@ -66,6 +66,10 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
       report.total_decision = report.regions[0].decision;
       report.totals_measured = true;
       SumRegionFigures(report);
+    } else if (WarmOnlySkipsWholeGraph(options.warm_start, warm)) {
+      report.total_chosen = report.regions.size() == 1 ? report.regions[0].chosen : "tuned";
+      report.total_decision = kWarmOnlyTotals;
+      SumRegionFigures(report);
     } else {
       TimeWholeGraph(policy, plan.groups, runner, report);
     }

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ir/text/relay_printer.h"
+#include "ir/text/signature.h"
 #include "server/stage_log.h"
 
 namespace fusetune {
@@ -64,6 +65,56 @@ Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int 
 }
 
 std::string Us(double us) { return us < kInf ? fmt::format("{:.2f} µs", us) : "failed"; }
+
+// BaselineSchedules::kFromTuned: each group of `baseline` (sub's ids) that has no measurement at
+// these sizes takes the schedule of the tuned plan's group with the same nodes, if there is one.
+Plan WithTunedSchedules(const Graph& g, const Subgraph& sub, Plan baseline, const Plan& tuned,
+                        const MeasuredGroups& groups) {
+  for (PlanGroup& pg : baseline.groups) {
+    auto same = std::find_if(tuned.groups.begin(), tuned.groups.end(),
+                             [&](const PlanGroup& t) { return t.nodes == pg.nodes; });
+    if (same == tuned.groups.end()) continue;
+    std::vector<ValueId> nodes;
+    for (ValueId v : pg.nodes) nodes.push_back(sub.ToOriginal(v));
+    auto it = groups.find(Signature(g, nodes));
+    if (it == groups.end() || !(it->second.best_us() < kInf)) pg.schedule = same->schedule;
+  }
+  return baseline;
+}
+
+// kFromTuned: a transferred schedule that fails at these sizes (a compile error, a wrong result)
+// must not take the baselines down with it. A way whose greedy or unfused plan failed on the
+// tuned plan's schedules is timed again with its baselines on the store's schedules (kMeasured),
+// as a validation without a family would; the tuned plan stays in its slot.
+void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan,
+                           std::vector<ThreeWay>& ways, JobRunner& runner,
+                           std::vector<ThreeWayResult>& results) {
+  std::vector<size_t> again;
+  std::vector<ThreeWay> retimed;
+  for (size_t i = 0; i < ways.size(); ++i) {
+    const RegionSearch& rs = plan.regions[i];
+    ThreeWay way = ways[i];
+    way.plans[kGreedy] = WithBestSchedules(g, rs.greedy, plan.groups, &rs.sub);
+    way.plans[kUnfused] = WithBestSchedules(g, UnfusedPlan(rs.sub.graph), plan.groups, &rs.sub);
+    bool redo = false;
+    for (int slot : {kGreedy, kUnfused})
+      redo |= !(results[i].us[slot] < kInf) && !SameGroups(*way.plans[slot], *ways[i].plans[slot]);
+    if (!redo) continue;
+    const std::string& why = results[i].reason[kGreedy].empty() ? results[i].reason[kUnfused]
+                                                                 : results[i].reason[kGreedy];
+    spdlog::debug("region {}: a baseline failed on the transferred schedules ({}); timed again "
+                  "on the store's",
+                  i, why);
+    again.push_back(i);
+    retimed.push_back(std::move(way));
+  }
+  if (again.empty()) return;
+  std::vector<ThreeWayResult> res = TimeThreeWays(retimed, runner, "validating");
+  for (size_t j = 0; j < again.size(); ++j) {
+    ways[again[j]] = std::move(retimed[j]);
+    results[again[j]] = std::move(res[j]);
+  }
+}
 
 }  // namespace
 
@@ -173,12 +224,15 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
   }
   std::vector<ThreeWayResult> out(ways.size());
 
-  // `count` more rounds of the ways `which`, round-major so that a way's rounds are spread in time.
-  auto run_rounds = [&](const std::vector<size_t>& which, int count) {
+  // `count[j]` more rounds of way `which[j]`, round-major so a way's rounds are spread in time.
+  auto run_rounds = [&](const std::vector<size_t>& which, const std::vector<int>& count) {
     std::vector<MeasureJob> jobs;
     std::vector<size_t> way_of;
-    for (int k = 0; k < count; ++k)
-      for (size_t i : which) {
+    const int most = count.empty() ? 0 : *std::max_element(count.begin(), count.end());
+    for (int k = 0; k < most; ++k)
+      for (size_t w = 0; w < which.size(); ++w) {
+        if (k >= count[w]) continue;
+        const size_t i = which[w];
         const Prepared& p = prep[i];
         MeasureJob job;
         job.graph_text = p.graph_text;
@@ -216,19 +270,27 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
     }
   };
 
+  // The first batch: the fewest rounds that can settle each way (validation.h), all in one batch
+  // so a farm spreads them; then one more round at a time for the ways still undecided.
   std::vector<size_t> all;
+  std::vector<int> first;
   for (size_t i = 0; i < ways.size(); ++i)
-    if (!prep[i].distinct.empty()) all.push_back(i);
-  run_rounds(all, kMinRounds);
-  for (int round = kMinRounds; round < kMaxRounds; ++round) {
+    if (!prep[i].distinct.empty()) {
+      all.push_back(i);
+      first.push_back(prep[i].distinct.size() == 1 ? 1 : kMinRounds);
+    }
+  run_rounds(all, first);
+  for (int round = 1; round < kMaxRounds; ++round) {
     std::vector<size_t> undecided;
     for (size_t i : all) {
       const Prepared& p = prep[i];
       const bool any_left = std::count(p.failed.begin(), p.failed.end(), false) > 0;
-      if (any_left && !DecideThreeWay(p.rounds, p.plan_of, order).settled) undecided.push_back(i);
+      if (any_left && static_cast<int>(p.rounds.size()) < kMaxRounds &&
+          !DecideThreeWay(p.rounds, p.plan_of, order).settled)
+        undecided.push_back(i);
     }
     if (undecided.empty()) break;
-    run_rounds(undecided, 1);
+    run_rounds(undecided, std::vector<int>(undecided.size(), 1));
   }
 
   for (size_t i = 0; i < ways.size(); ++i) {
@@ -263,7 +325,7 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
                                           const std::vector<TuneRegion>& regions,
                                           const MeasurementPlan& plan,
                                           const std::vector<std::optional<Plan>>& tuned,
-                                          JobRunner& runner) {
+                                          JobRunner& runner, BaselineSchedules baselines) {
   const Graph& g = policy.graph();
   std::vector<ThreeWay> ways;
   for (size_t i = 0; i < plan.regions.size(); ++i) {
@@ -273,9 +335,15 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
     if (tuned[i]) way.plans[kTuned] = rs.sub.PlanToSub(*tuned[i]);
     way.plans[kGreedy] = WithBestSchedules(g, rs.greedy, plan.groups, &rs.sub);
     way.plans[kUnfused] = WithBestSchedules(g, UnfusedPlan(rs.sub.graph), plan.groups, &rs.sub);
+    if (baselines == BaselineSchedules::kFromTuned && way.plans[kTuned])
+      for (int slot : {kGreedy, kUnfused})
+        way.plans[slot] =
+            WithTunedSchedules(g, rs.sub, *way.plans[slot], *way.plans[kTuned], plan.groups);
     ways.push_back(std::move(way));
   }
-  const std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
+  std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
+  if (baselines == BaselineSchedules::kFromTuned)
+    RetimeFailedBaselines(g, plan, ways, runner, results);
   std::vector<RegionWinner> out;
   for (size_t i = 0; i < plan.regions.size(); ++i) {
     const RegionSearch& rs = plan.regions[i];

@@ -9,10 +9,16 @@
 //   faster by more than the noise floor in enough rounds that the sign test's one-sided p <= 0.05
 //   (5 of 5, 7 of 8, 8 of 9 rounds).
 // The noise floor of one round is the larger of kNoiseFloor and twice the combined standard error
-// of the two medians (from each timing's stddev and repeat count). Validation runs kMinRounds
-// rounds, then one more at a time while a comparison is undecided (could still become a win), up to
-// kMaxRounds: two identical plans stop after 3 rounds, a plan truly faster wins after 5, and one
-// disturbed round costs a few more rounds instead of a wrong decision.
+// of the two medians (from each timing's stddev and repeat count).
+// How many rounds: a sequential test. Validation runs kMinRounds rounds, then one more at a time
+// while a comparison is undecided (more rounds, all won, could still make it a win before
+// kMaxRounds). kMinRounds is 2 because no comparison can settle sooner (0 wins of 1 could still
+// become 8 of 9), and an early stop never changes a decision: it stops only when no further
+// rounds could make a win, so any longer run keeps the same plan (two rounds lost settle it;
+// three, the old minimum, gave the same answer a round later). A plan truly faster still wins
+// after 5, and one disturbed round costs a few more rounds instead of a wrong decision. A graph
+// whose three slots hold one plan (a one-op region) has nothing to compare: one round, for its
+// check and figures.
 #include <array>
 #include <limits>
 #include <optional>
@@ -37,7 +43,7 @@ inline constexpr SlotOrder kSimplestFirst = {kGreedy, kUnfused, kTuned};
 // For re-validating a stored plan (cache verify): the stored plan, in the tuned slot, is kept
 // unless a baseline beats it beyond noise.
 inline constexpr SlotOrder kIncumbentFirst = {kTuned, kGreedy, kUnfused};
-inline constexpr int kMinRounds = 3;
+inline constexpr int kMinRounds = 2;  // when there is something to compare
 inline constexpr int kMaxRounds = 9;
 inline constexpr double kSignTestAlpha = 0.05;
 
@@ -99,12 +105,27 @@ struct RegionWinner {
   int rounds = 0;
 };
 
+// How the greedy and unfused baselines are scheduled.
+enum class BaselineSchedules {
+  // Each group's fastest measured schedule at these sizes (WithBestSchedules), else its default:
+  // baselines differ from the tuned plan in fusion only, as far as the store knows.
+  kMeasured,
+  // As kMeasured, but a group with no measurement at these sizes takes the schedule of the same
+  // group (same nodes) in the tuned plan. A warm start (server/warm_start.h): its tuned plan is
+  // a family member's, whose schedules were measured at the member's sizes and adapted, and the
+  // member's greedy groups are its own; so a transferred plan that is greedy's grouping is the
+  // greedy plan, timed once, not against greedy with default schedules that nothing measured.
+  kFromTuned,
+};
+
 // Per entry of plan.regions, with `tuned` from plan choice (server/plan_choice.h). Throws when a
 // region cannot run under any of the three plans.
 std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
                                           const std::vector<TuneRegion>& regions,
                                           const MeasurementPlan& plan,
                                           const std::vector<std::optional<Plan>>& tuned,
-                                          JobRunner& runner);
+                                          JobRunner& runner,
+                                          BaselineSchedules baselines =
+                                              BaselineSchedules::kMeasured);
 
 }  // namespace fusetune

@@ -117,13 +117,14 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
   }
   if (out.regions.empty()) return out;
   warm_plan.groups = plan.groups;  // the baselines' schedules: what the store knows
-  std::vector<RegionWinner> winners =
-      ValidateRegions(policy, regions, warm_plan, transferred, runner);
+  std::vector<RegionWinner> winners = ValidateRegions(policy, regions, warm_plan, transferred,
+                                                     runner, BaselineSchedules::kFromTuned);
   std::set<size_t> warm;
   for (size_t i = 0; i < out.regions.size(); ++i) {
     WarmRegion& w = out.regions[i];
     w.winner = std::move(winners[i]);
-    w.winner.decision = fmt::format("warm start from {}: {}", w.transfer.from, w.winner.decision);
+    w.winner.decision = fmt::format("warm start from {}, baselines on its schedules: {}",
+                                    w.transfer.from, w.winner.decision);
     warm.insert(w.region);
     spdlog::debug("region {}: {}", regions[w.region].signature, w.winner.decision);
     if (mode == WarmStart::kOnly)
@@ -134,6 +135,10 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
   if (mode == WarmStart::kOnly) DropRegions(warm, plan);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+bool WarmOnlySkipsWholeGraph(WarmStart mode, const WarmStartResult& warm) {
+  return mode == WarmStart::kOnly && !warm.regions.empty();
 }
 
 void AddWarmStartReports(const std::vector<TuneRegion>& regions, const WarmStartResult& warm,

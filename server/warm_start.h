@@ -4,7 +4,11 @@
 //
 //   1. the transferred plan is timed against greedy and unfused in the validation's paired rounds
 //      (server/validation.h, the noise rule: greedy is kept unless the transferred plan wins
-//      beyond noise);
+//      beyond noise). The baselines' groups that the transferred plan holds too take its
+//      schedules (BaselineSchedules::kFromTuned): nothing is measured per group at this size,
+//      and the member's measured schedules, adapted, are better evidence than the defaults. So
+//      a transferred plan with greedy's grouping (the usual case) is greedy, timed once against
+//      unfused, and the warm answer is as well scheduled as the member was;
 //   2. WarmStart::kOnly (`tune --warm-only`) stops there: the winner is the region's plan,
 //      measured at this size and stored like any validated plan, and the search's (group,
 //      schedule) measurements are skipped;
@@ -54,6 +58,15 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
                                  const std::vector<TuneRegion>& regions, WarmStart mode,
                                  bool retune, const TuneCache& cache, JobRunner& runner,
                                  MeasurementPlan& plan);
+
+// Whether the tune's whole-graph timing is skipped: with kOnly, once a region was warm-started.
+// A warm-only tune is asked for a quick answer, and the whole graph timed under the three plans
+// would cost about as much as the warm start itself (a BERT layer: 2.8 of 9.6 s) to report
+// totals that no stored plan depends on; each region's plan was checked and timed against its
+// baselines, so the report's totals are the sums of the regions' figures, and it says so.
+bool WarmOnlySkipsWholeGraph(WarmStart mode, const WarmStartResult& warm);
+inline constexpr const char* kWarmOnlyTotals =
+    "warm start only: the whole graph was not timed; totals are the sums of the regions' figures";
 
 // Each warm region's WarmStartReport into the reports of the regions with its signature.
 void AddWarmStartReports(const std::vector<TuneRegion>& regions, const WarmStartResult& warm,

@@ -11,13 +11,19 @@ for every S of --sizes:
 and the three plans are re-timed paired: ROUNDS rounds, each running `fusetune run --plan tuned`
 once per plan in an order rotated per round (a burst of load hits a round, not a plan); the
 figure of a plan is its median over the rounds, and each ratio is the median of the per-round
-ratios. Tuning seconds are wall times of the tune commands. Prints a Markdown table.
+ratios. Tuning seconds are wall times of the tune commands. Prints a Markdown table, row by row,
+then a summary per model and over all rows: the geometric means of transferred / cold and warm /
+cold (plan speed; lower is faster; the issue's target: within 5%, i.e. <= 1.05) and of cold / warm
+tune time (the target: >= 5x), with the worst row of each, and the machine's load average before
+and after (`os.getloadavg`), since every figure here is a ratio measured on a possibly shared
+machine. --json FILE also writes every row and the summary.
 
   /usr/bin/python3 bench/transfer/sweep.py [--models seed,gpt2_mlp,bert] [--sizes 64,96,...]
-      [--rounds 5] [--binary build/fusetune] [--work DIR]
+      [--rounds 5] [--binary build/fusetune] [--work DIR] [--json FILE]
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -87,6 +93,48 @@ def paired(ft, graph, dims, dbs, rounds):
     return {db: statistics.median(v) for db, v in us.items()}, ratios, groups
 
 
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def summarize(rows):
+    """Per model and over all rows: geomeans and worst rows of the three ratios."""
+    out = {}
+    for name in [*dict.fromkeys(r["model"] for r in rows), "all"]:
+        sel = [r for r in rows if name in ("all", r["model"])]
+        out[name] = {
+            "sizes": [r["S"] for r in sel],
+            "transferred_over_cold": geomean([r["transferred_over_cold"] for r in sel]),
+            "warm_over_cold": geomean([r["warm_over_cold"] for r in sel]),
+            "cold_over_warm_time": geomean([r["cold_s"] / r["warm_s"] for r in sel]),
+            "worst_transferred": max(sel, key=lambda r: r["transferred_over_cold"]),
+            "worst_warm": max(sel, key=lambda r: r["warm_over_cold"]),
+            "least_time_saving": min(sel, key=lambda r: r["cold_s"] / r["warm_s"]),
+            "same_plan": sum(r["same_plan"] for r in sel),
+        }
+    return out
+
+
+def print_summary(summary, load_before, load_after):
+    print()
+    print(f"Summary (geometric means over the sizes; plan ratios: lower is faster; load average "
+          f"{load_before:.2f} before, {load_after:.2f} after):")
+    print()
+    print("| model | sizes | transferred / cold | warm / cold | cold / warm time | same plan |")
+    print("|---|---|---|---|---|---|")
+    for name, m in summary.items():
+        wt, ww, lt = m["worst_transferred"], m["worst_warm"], m["least_time_saving"]
+        print(f"| {name} | {len(m['sizes'])} | {m['transferred_over_cold']:.3f} (worst "
+              f"{wt['transferred_over_cold']:.3f}, {wt['model']} S={wt['S']}) | "
+              f"{m['warm_over_cold']:.3f} (worst {ww['warm_over_cold']:.3f}, {ww['model']} "
+              f"S={ww['S']}) | {m['cold_over_warm_time']:.1f}x (least "
+              f"{lt['cold_s'] / lt['warm_s']:.1f}x, {lt['model']} S={lt['S']}) | "
+              f"{m['same_plan']} of {len(m['sizes'])} |")
+    print()
+    print("Targets (issue 14): transferred and warm plans within 5% of cold (<= 1.05), "
+          "warm-started tune >= 5x sooner than cold.")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="seed,gpt2_mlp,bert")
@@ -94,7 +142,10 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--binary", default=os.path.join(ROOT, "build/fusetune"))
     p.add_argument("--work", help="directory for the stores (default: a temporary one)")
+    p.add_argument("--json", help="also write every row and the summary to this file")
     a = p.parse_args()
+    load_before = os.getloadavg()[0]
+    rows = []
     work = a.work or tempfile.mkdtemp(prefix="fusetune_sweep_")
     os.makedirs(work, exist_ok=True)
     ft = Fusetune(a.binary)
@@ -122,10 +173,23 @@ def main():
             _, cold_s = ft.tune(graph, dims(s), cold_db, "--cold")
             # `store` answers by transfer (nothing stored at s), warm_db and cold_db exactly.
             med, ratio, groups = paired(ft, graph, dims(s), [store, warm_db, cold_db], a.rounds)
-            same = "yes" if groups[store] == groups[cold_db] else "no"
-            print(f"| {name} | {s} | {'; '.join(froms) or 'exact'} | {ratio[store]:.3f} | "
+            same = groups[store] == groups[cold_db]
+            rows.append({"model": name, "S": s, "from": "; ".join(froms) or "exact",
+                         "transferred_over_cold": ratio[store], "warm_over_cold": ratio[warm_db],
+                         "cold_s": cold_s, "warm_s": warm_s, "same_plan": same,
+                         "us": {"transferred": med[store], "warm": med[warm_db],
+                                "cold": med[cold_db]}})
+            print(f"| {name} | {s} | {rows[-1]['from']} | {ratio[store]:.3f} | "
                   f"{ratio[warm_db]:.3f} | {cold_s:.1f} | {warm_s:.1f} | {cold_s / warm_s:.1f}x | "
-                  f"{same} |", flush=True)
+                  f"{'yes' if same else 'no'} |", flush=True)
+    load_after = os.getloadavg()[0]
+    if rows:
+        summary = summarize(rows)
+        print_summary(summary, load_before, load_after)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"rows": rows, "summary": summary, "rounds": a.rounds,
+                           "load_before": load_before, "load_after": load_after}, f, indent=1)
     if not a.work:
         shutil.rmtree(work)
 

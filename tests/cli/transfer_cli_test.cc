@@ -96,7 +96,7 @@ TEST(TransferCli, WarmOnlyTuneTimesTheFamilysPlanAndStoresItAsMeasuredHere) {
             std::string::npos);
   EXPECT_EQ(region["warm_start"]["searched"], false);
   EXPECT_GT(region["warm_start"]["transferred_us"].get<double>(), 0);
-  EXPECT_GE(region["warm_start"]["rounds"].get<int>(), 3);
+  EXPECT_GE(region["warm_start"]["rounds"].get<int>(), 2);
   // Nothing of the search was measured; it would have measured something.
   EXPECT_EQ(j["candidates_measured"], 0);
   EXPECT_GT(region["warm_start"]["search_candidates"].get<int>(), 0);

@@ -61,7 +61,7 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_TRUE(tuned == greedy || tuned == unfused || region["chosen"] == "tuned");
   const std::string decision = region["decision"];
   EXPECT_NE(decision.find(region["chosen"].get<std::string>()), std::string::npos) << decision;
-  EXPECT_GE(region["rounds"].get<int>(), 3);
+  EXPECT_GE(region["rounds"].get<int>(), 2);  // server/validation.h: kMinRounds
   EXPECT_TRUE(region["margin"].is_number());
   EXPECT_GT(j["candidates_measured"].get<int>(), 0);
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-3);

@@ -123,7 +123,7 @@ def test_decision_margin_and_rounds_arrive_as_the_store_holds_them(farm, client,
     query and the cache listing all say what the server's SQLite file holds."""
     measured = chain[1]
     region = measured.regions[0]
-    assert region.decision and region.rounds >= 3, region
+    assert region.decision and region.rounds >= 2, region
     assert region.margin is not None and region.margin > 0
     # A graph of one region is timed by its validation: the whole graph's decision is the region's.
     assert measured.total.chosen == region.chosen

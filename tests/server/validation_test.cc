@@ -1,11 +1,15 @@
 // The noise rule of validation (server/validation.h) on synthetic round figures: what it keeps,
-// when it stops, and what one disturbed round does.
+// when it stops, and what one disturbed round does; and how many rounds TimeThreeWays runs.
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "ir/fusion.h"
+#include "ir/plan.h"
+#include "ir/text/relay_parser.h"
+#include "model_backend.h"
 #include "server/validation.h"
 
 namespace fusetune {
@@ -36,7 +40,7 @@ TEST(SignTest, PValues) {
   EXPECT_DOUBLE_EQ(SignTestP(0, 3), 1.0);
 }
 
-TEST(NoiseRule, TwoIdenticalPlansTimedWithJitterKeepGreedyAndStopAfterThreeRounds) {
+TEST(NoiseRule, TwoIdenticalPlansTimedWithJitterKeepGreedyAndStopAfterTwoRounds) {
   // Tuned and greedy are the same groups timed separately: equal but for ±1–2% jitter.
   const auto rounds = Rounds(kMinRounds, 100, 100, 300, 0.01);
   const NoiseDecision d = DecideThreeWay(rounds, kDistinct);
@@ -86,11 +90,63 @@ TEST(NoiseRule, OneRoundDisturbedAgainstTheFasterPlanCostsRoundsNotTheDecision) 
 }
 
 TEST(NoiseRule, OneRoundDisturbedInFavourOfAPlanDoesNotMakeItWin) {
-  auto rounds = Rounds(kMinRounds, 100, 100, 120, 0.01);
+  auto rounds = Rounds(3, 100, 100, 120, 0.01);
   rounds[0].us[kGreedy] *= 3;  // greedy disturbed: tuned and unfused look 3x faster once
+  const NoiseDecision two = DecideThreeWay({rounds.begin(), rounds.begin() + 2}, kDistinct);
+  EXPECT_EQ(two.chosen, kGreedy) << two.text;
+  EXPECT_FALSE(two.settled) << "one won round of two could still become 8 of 9: one more round";
   const NoiseDecision d = DecideThreeWay(rounds, kDistinct);
   EXPECT_EQ(d.chosen, kGreedy) << d.text;
   EXPECT_TRUE(d.settled);
+}
+
+// The sequential test's promise (validation.h): stopping once the decision is settled from
+// kMinRounds (2) decides exactly as the old minimum of 3 rounds did, sometimes a round sooner.
+// Both stopping rules run over the same rounds: every win/loss pattern of one challenger, and
+// many of two.
+int StopAt(const std::vector<RoundFigures>& rounds, const int same[3], int min_rounds) {
+  int n = min_rounds;
+  while (n < kMaxRounds && !DecideThreeWay({rounds.begin(), rounds.begin() + n}, same).settled)
+    ++n;
+  return n;
+}
+
+TEST(NoiseRule, StoppingFromTwoRoundsDecidesAsThreeRoundsDid) {
+  int sooner = 0;
+  auto check = [&](const std::vector<RoundFigures>& rounds, const int same[3]) {
+    const int now = StopAt(rounds, same, kMinRounds), before = StopAt(rounds, same, 3);
+    EXPECT_LE(now, std::max(before, kMinRounds));
+    sooner += now < before;
+    const NoiseDecision a = DecideThreeWay({rounds.begin(), rounds.begin() + now}, same);
+    const NoiseDecision b = DecideThreeWay({rounds.begin(), rounds.begin() + before}, same);
+    ASSERT_EQ(a.chosen, b.chosen) << a.text << " | " << b.text;
+  };
+  const int one[3] = {-1, 0, 1};  // greedy against unfused
+  for (unsigned pattern = 0; pattern < (1u << kMaxRounds); ++pattern) {
+    std::vector<RoundFigures> rounds(kMaxRounds);
+    for (int k = 0; k < kMaxRounds; ++k) {
+      rounds[k].us[kGreedy] = 100;
+      rounds[k].us[kUnfused] = pattern >> k & 1 ? 50 : 100;  // a win beyond noise, or a tie
+    }
+    check(rounds, one);
+  }
+  uint64_t x = 12345;  // tuned and unfused both against greedy: rounds drawn from an LCG
+  for (int trial = 0; trial < 4000; ++trial) {
+    std::vector<RoundFigures> rounds(kMaxRounds);
+    for (RoundFigures& r : rounds)
+      for (int slot = 0; slot < 3; ++slot) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        r.us[slot] = slot == kGreedy ? 100 : 60 + static_cast<double>(x >> 58);  // 60..123
+      }
+    check(rounds, kDistinct);
+  }
+  EXPECT_GT(sooner, 0) << "no run stopped sooner: the test exercised nothing";
+  // The cheapest stop: both of the first two rounds lost; one round is never enough to compare.
+  std::vector<RoundFigures> lost(2);
+  for (RoundFigures& r : lost) r.us[kGreedy] = r.us[kUnfused] = 100;
+  EXPECT_TRUE(DecideThreeWay(lost, one).settled);
+  EXPECT_FALSE(DecideThreeWay({lost.begin(), lost.begin() + 1}, one).settled)
+      << "0 won of 1 could still become 8 of 9";
 }
 
 TEST(NoiseRule, ATunedPlanEqualToGreedyIsOneCandidateNamedGreedy) {
@@ -131,6 +187,66 @@ TEST(NoiseRule, ANonDefaultScheduleIsUsedOnlyWhenFasterBeyondTheNoiseOfBothMeasu
   EXPECT_EQ(gw.best_index(), 0u);
   gw.median_us = {kInf, 80, 90};  // the default failed: the fastest that ran
   EXPECT_EQ(gw.best_index(), 1u);
+}
+
+// ---- TimeThreeWays: the rounds it runs (jobs under the bytes model of model_backend.h) ----
+
+std::vector<ThreeWayResult> TimeWays(const std::vector<ThreeWay>& ways, ModelBackend& backend) {
+  TuneOptions options;
+  ProgressFn progress;
+  JobRunner runner(backend, options, progress);
+  return TimeThreeWays(ways, runner, "validating");
+}
+
+TEST(TimeThreeWays, ALonePlanRunsOneRoundAndAComparisonThatSettlesRunsTwo) {
+  const Graph one_op = ParseRelay("fn (%x: Tensor[(64, 64), float32]) { exp(%x) }", "one.relay");
+  const Graph seed = ParseRelay(
+      "fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], "
+      "%z: Tensor[(12, 32, 32), float32]) {\n  %0 = nn.batch_matmul(%x, %y);\n"
+      "  %1 = ones_like(%0);\n  where(%z, %0, %1)\n}",
+      "seed.relay");
+  std::vector<ThreeWay> ways(2);
+  ways[0].graph = &one_op;  // one op: the three slots are one plan, nothing to compare
+  for (int slot = 0; slot < 3; ++slot) ways[0].plans[slot] = UnfusedPlan(one_op);
+  ways[1].graph = &seed;  // tuned = greedy (all fused); unfused moves far more bytes
+  ways[1].plans[kTuned] = ways[1].plans[kGreedy] = GreedyPlan(seed);
+  ways[1].plans[kUnfused] = UnfusedPlan(seed);
+  ASSERT_EQ(ways[1].plans[kGreedy]->groups.size(), 1u);
+
+  ModelBackend backend;
+  const std::vector<ThreeWayResult> res = TimeWays(ways, backend);
+  EXPECT_EQ(res[0].rounds, 1);
+  EXPECT_EQ(res[0].chosen, kGreedy);
+  EXPECT_EQ(res[0].decision, "unfused = greedy; tuned = greedy: greedy kept");
+  EXPECT_EQ(res[1].rounds, kMinRounds) << "unfused lost both rounds: settled";
+  EXPECT_EQ(res[1].chosen, kGreedy);
+  EXPECT_LT(res[1].us[kGreedy], res[1].us[kUnfused]);
+  EXPECT_DOUBLE_EQ(res[1].us[kTuned], res[1].us[kGreedy]) << "one plan, one figure";
+  // 1 + 2 jobs, one batch: the lone plan's job holds one plan, the seed's two (tuned is greedy).
+  ASSERT_EQ(backend.seen.size(), 3u);
+  int plans = 0;
+  for (const MeasureJob& job : backend.seen) plans += static_cast<int>(job.plans.size());
+  EXPECT_EQ(plans, 1 + 2 * 2);
+}
+
+TEST(TimeThreeWays, AChallengerThatWinsARoundGetsMoreRounds) {
+  const Graph seed = ParseRelay(
+      "fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], "
+      "%z: Tensor[(12, 32, 32), float32]) {\n  %0 = nn.batch_matmul(%x, %y);\n"
+      "  %1 = ones_like(%0);\n  where(%z, %0, %1)\n}",
+      "seed.relay");
+  ThreeWay way;
+  way.graph = &seed;
+  way.plans[kGreedy] = GreedyPlan(seed);
+  way.plans[kUnfused] = UnfusedPlan(seed);
+  ModelBackend backend;
+  // The greedy plan is disturbed (10x) in the second round: unfused wins that one round.
+  backend.adjust = [&](const MeasureJob&, const Plan&, PlanResult& t) {
+    if (backend.seen.size() == 2 && t.name == "greedy") t.median_us *= 10;
+  };
+  const ThreeWayResult res = TimeWays({way}, backend)[0];
+  EXPECT_EQ(res.chosen, kGreedy) << res.decision;
+  EXPECT_EQ(res.rounds, 3) << "1 won of 2 is open; 1 of 3 is settled";
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ TEST(DecisionOnTheWire, RemoteTuneReportsTheDecisionMarginAndRoundsTheStoreHolds
   ASSERT_FALSE(plan.decision.empty());
   ASSERT_TRUE(plan.margin.has_value());
   ASSERT_TRUE(plan.rounds.has_value());
-  EXPECT_GE(*plan.rounds, 3) << "validation runs at least three paired rounds";
+  EXPECT_GE(*plan.rounds, 2) << "validation runs at least two paired rounds";
 
   EXPECT_EQ(region["decision"], plan.decision);
   EXPECT_DOUBLE_EQ(region["margin"].get<double>(), *plan.margin);

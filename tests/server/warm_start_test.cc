@@ -1,0 +1,197 @@
+// The warm start (server/warm_start.h) through Tune() under the bytes model of model_backend.h:
+// what its validation times, with which schedules, and what a warm-only tune skips.
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "db/cache.h"
+#include "db/database.h"
+#include "ir/fusion.h"
+#include "ir/plan.h"
+#include "ir/schedule_space.h"
+#include "ir/text/relay_parser.h"
+#include "model_backend.h"
+#include "server/tuner.h"
+#include "server/validation.h"
+#include "server/warm_start.h"
+
+namespace fusetune {
+namespace {
+
+Graph SeedAt(int s) {
+  return ParseRelay(
+      fmt::format(
+          R"(fn (%x: Tensor[(12, {0}, 64), float32], %y: Tensor[(12, {0}, 64), float32], %z: Tensor[(12, {0}, {0}), float32]) {{
+  %0 = nn.batch_matmul(%x, %y);
+  %1 = ones_like(%0);
+  where(%z, %0, %1)
+}})",
+          s),
+      fmt::format("seed{}.relay", s));
+}
+
+// Two regions, [%0 %1 %2] and [%3 %4 %5]: a softmax takes an element-wise prologue, and two
+// softmaxes never share a kernel, so nothing joins the halves.
+Graph TwoRegionsAt(int s) {
+  return ParseRelay(fmt::format(R"(fn (%x: Tensor[(16, {0}), float32]) {{
+  %0 = exp(%x);
+  %1 = negative(%0);
+  %2 = nn.softmax(%1);
+  %3 = nn.softmax(%2);
+  %4 = exp(%3);
+  negative(%4)
+}})",
+                                s),
+                    fmt::format("two{}.relay", s));
+}
+
+bool IsValidationJob(const MeasureJob& job) {
+  for (const JobPlan& p : job.plans)
+    if (p.name != "tuned" && p.name != "greedy" && p.name != "unfused") return false;
+  return true;
+}
+
+class WarmStartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() /
+            ("fusetune_warm_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
+    Remove();
+    database_ = std::make_unique<db::Database>(path_.string());
+    store_ = std::make_unique<db::Cache>(*database_);
+  }
+  void TearDown() override {
+    store_.reset();
+    database_.reset();
+    Remove();
+  }
+  void Remove() {
+    for (const char* suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(path_.string() + suffix);
+  }
+  std::filesystem::path path_;
+  std::unique_ptr<db::Database> database_;
+  std::unique_ptr<db::Cache> store_;
+};
+
+TEST_F(WarmStartTest, BaselinesTakeTheFamilysSchedulesSoGreedysGroupingIsTimedOnce) {
+  ModelBackend backend;
+  ASSERT_EQ(Tune(SeedAt(256), {}, *store_, backend).regions.size(), 1u);
+  // The member's plan gets a schedule that is not the first of its space (as a schedule search
+  // that found a faster one would store), so the test can tell it from a default.
+  std::vector<db::BestPlanRecord> stored = store_->ListBestPlans();
+  ASSERT_EQ(stored.size(), 1u);
+  ASSERT_EQ(stored[0].groups.size(), 1u) << "the seed's greedy grouping: all three fused";
+  const Graph g256 = SeedAt(256);
+  const std::vector<ValueId> fused = GreedyPlan(g256).groups.at(0).nodes;
+  ASSERT_EQ(fused.size(), 3u);
+  const std::vector<Schedule> space = ScheduleSpace(g256, *AnalyzeGroup(g256, fused), 1);
+  ASSERT_GE(space.size(), 2u);
+  stored[0].groups[0].schedule = space.back().ToString();
+  ASSERT_NE(stored[0].groups[0].schedule, space.front().ToString());
+  store_->PutBestPlan(stored[0]);
+
+  // What `query` would answer at 192: the member's plan with its schedule adapted.
+  std::vector<std::string> missing;
+  const TuneReport transferred =
+      LookupCached(SeedAt(192), {}, *store_, backend.TargetFingerprint(), &missing);
+  ASSERT_TRUE(missing.empty());
+  ASSERT_EQ(transferred.regions[0].plan.size(), 1u);
+  const std::string adapted = transferred.regions[0].plan[0].schedule.ToString();
+
+  backend.seen.clear();
+  TuneOptions options;
+  options.warm_start = WarmStart::kOnly;
+  const TuneReport r = Tune(SeedAt(192), options, *store_, backend);
+  ASSERT_EQ(r.regions.size(), 1u);
+  const RegionReport& region = r.regions[0];
+  ASSERT_TRUE(region.warm_start.has_value());
+  EXPECT_EQ(r.candidates_measured, 0);
+  EXPECT_NE(region.decision.find("baselines on its schedules: tuned = greedy"), std::string::npos)
+      << region.decision;
+  // Every validation job timed greedy (which is the transferred plan) and unfused, never a third.
+  int validation_jobs = 0;
+  for (const MeasureJob& job : backend.seen) {
+    if (!IsValidationJob(job)) continue;
+    ++validation_jobs;
+    std::set<std::string> names;
+    for (const JobPlan& p : job.plans) names.insert(p.name);
+    EXPECT_EQ(names, (std::set<std::string>{"greedy", "unfused"}));
+    for (const JobPlan& p : job.plans) {
+      if (p.name == "greedy") {
+        EXPECT_NE(p.json.find(adapted), std::string::npos) << p.json << " lacks " << adapted;
+      }
+    }
+  }
+  EXPECT_EQ(validation_jobs, kMinRounds) << "unfused loses both rounds under the bytes model";
+  EXPECT_EQ(region.rounds, kMinRounds);
+  // The stored answer is greedy's grouping on the family's schedule.
+  ASSERT_EQ(region.plan.size(), 1u);
+  EXPECT_EQ(region.chosen, "greedy");
+  EXPECT_EQ(region.plan[0].schedule.ToString(), adapted);
+  EXPECT_DOUBLE_EQ(region.warm_start->transferred_us, region.greedy_us);
+}
+
+TEST_F(WarmStartTest, ATransferredScheduleThatFailsHereLeavesTheBaselinesOnTheirOwn) {
+  ModelBackend backend;
+  Tune(SeedAt(256), {}, *store_, backend);
+  std::vector<std::string> missing;
+  const std::string adapted = LookupCached(SeedAt(192), {}, *store_, backend.TargetFingerprint(),
+                                           &missing)
+                                  .regions.at(0)
+                                  .plan.at(0)
+                                  .schedule.ToString();
+  ASSERT_FALSE(adapted.empty());
+  // Every kernel on the transferred schedule crashes at 192 (a wrong tile for these sizes, say).
+  backend.adjust = [&](const MeasureJob&, const Plan& plan, PlanResult& t) {
+    for (const PlanGroup& pg : plan.groups)
+      if (pg.schedule.ToString() == adapted) {
+        t.ok = false;
+        t.reason = "crashed with signal 11";
+      }
+  };
+  TuneOptions options;
+  options.warm_start = WarmStart::kOnly;
+  const TuneReport r = Tune(SeedAt(192), options, *store_, backend);  // does not throw
+  ASSERT_EQ(r.regions.size(), 1u);
+  const RegionReport& region = r.regions[0];
+  EXPECT_EQ(region.chosen, "greedy") << region.decision;
+  EXPECT_NE(region.decision.find("tuned failed"), std::string::npos) << region.decision;
+  ASSERT_EQ(region.plan.size(), 1u);
+  EXPECT_NE(region.plan[0].schedule.ToString(), adapted) << "greedy on the store's schedule";
+  EXPECT_GT(region.greedy_us, 0);
+}
+
+TEST_F(WarmStartTest, AWarmOnlyTuneSumsTheRegionsInsteadOfTimingTheWholeGraph) {
+  ModelBackend backend;
+  for (int s : {64, 128}) {
+    const TuneReport cold = Tune(TwoRegionsAt(s), {}, *store_, backend);
+    ASSERT_GE(cold.regions.size(), 2u) << "the test needs a graph of several regions";
+    EXPECT_TRUE(cold.totals_measured) << "a searched graph of several regions is timed whole";
+  }
+  TuneOptions options;
+  options.warm_start = WarmStart::kOnly;
+  const TuneReport r = Tune(TwoRegionsAt(96), options, *store_, backend);
+  double sum = 0;
+  for (const RegionReport& region : r.regions) {
+    EXPECT_TRUE(region.warm_start.has_value() || region.cached) << region.signature;
+    sum += region.tuned_us;
+  }
+  EXPECT_FALSE(r.totals_measured);
+  EXPECT_EQ(r.total_decision, kWarmOnlyTotals);
+  EXPECT_DOUBLE_EQ(r.total_tuned_us, sum);
+  for (const auto& [stage, seconds] : r.stage_seconds)
+    EXPECT_NE(stage, "timing") << "the whole graph was timed";
+
+  // A warm start that goes on to search (the default) times the whole graph as a cold tune does.
+  const TuneReport searched = Tune(TwoRegionsAt(80), {}, *store_, backend);
+  EXPECT_TRUE(searched.totals_measured);
+  EXPECT_NE(searched.total_decision, kWarmOnlyTotals);
+}
+
+}  // namespace
+}  // namespace fusetune
