@@ -4,6 +4,7 @@
 // during the whole's repeats and add up to it.
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -88,22 +89,28 @@ TEST(Timing, EveryRunThatMayBeARepeatIsAnnouncedOutsideTheTimedSpan) {
 
 TEST(Timing, OneDisturbedRepeatCostsNoMoreRepeats) {
   // One call per repeat; the second repeat's call is three times slower (another process took the
-  // core). The other two agree with their median: enough.
-  int calls = 0;
-  auto disturbed = [&] {
-    ++calls;
-    const double us = calls == 3 ? 600 : 200;  // call 1 is the warm-up
-    auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(us);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-  };
+  // core). The other two agree with their median: enough. The calls are real spins, so on a loaded
+  // machine an undisturbed one can overrun too; a broken rule fails every attempt, noise only some.
   TimingOptions o = Quick();
   o.number = 1;
   o.min_repeat = 3;
   o.tolerance = 0.2;
-  Timing t = TimeCalls(disturbed, o);
-  EXPECT_EQ(t.repeat, 3);
-  EXPECT_LT(t.median_us, 400.0);
+  std::vector<int> repeats;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    int calls = 0;
+    auto disturbed = [&] {
+      ++calls;
+      const double us = calls == 3 ? 600 : 200;  // call 1 is the warm-up
+      auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(us);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    };
+    Timing t = TimeCalls(disturbed, o);
+    repeats.push_back(t.repeat);
+    if (t.repeat == 3 && t.median_us < 400.0) return;
+  }
+  ADD_FAILURE() << "no attempt stopped at 3 repeats with a median below 400 us; repeats: "
+                << ::testing::PrintToString(repeats);
 }
 
 TEST(Timing, RacingStopsACallThatCannotBeTheBest) {
