@@ -86,9 +86,8 @@ Plan WithTunedSchedules(const Graph& g, const Subgraph& sub, Plan baseline, cons
 // must not take the baselines down with it. A way whose greedy or unfused plan failed on the
 // tuned plan's schedules is timed again with its baselines on the store's schedules (kMeasured),
 // as a validation without a family would; the tuned plan stays in its slot.
-void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan,
-                           std::vector<ThreeWay>& ways, JobRunner& runner,
-                           std::vector<ThreeWayResult>& results) {
+void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, std::vector<ThreeWay>& ways,
+                           JobRunner& runner, std::vector<ThreeWayResult>& results) {
   std::vector<size_t> again;
   std::vector<ThreeWay> retimed;
   for (size_t i = 0; i < ways.size(); ++i) {
@@ -101,10 +100,11 @@ void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan,
       redo |= !(results[i].us[slot] < kInf) && !SameGroups(*way.plans[slot], *ways[i].plans[slot]);
     if (!redo) continue;
     const std::string& why = results[i].reason[kGreedy].empty() ? results[i].reason[kUnfused]
-                                                                 : results[i].reason[kGreedy];
-    spdlog::debug("region {}: a baseline failed on the transferred schedules ({}); timed again "
-                  "on the store's",
-                  i, why);
+                                                                : results[i].reason[kGreedy];
+    spdlog::debug(
+        "region {}: a baseline failed on the transferred schedules ({}); timed again "
+        "on the store's",
+        i, why);
     again.push_back(i);
     retimed.push_back(std::move(way));
   }

@@ -120,12 +120,9 @@ enum class BaselineSchedules {
 
 // Per entry of plan.regions, with `tuned` from plan choice (server/plan_choice.h). Throws when a
 // region cannot run under any of the three plans.
-std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
-                                          const std::vector<TuneRegion>& regions,
-                                          const MeasurementPlan& plan,
-                                          const std::vector<std::optional<Plan>>& tuned,
-                                          JobRunner& runner,
-                                          BaselineSchedules baselines =
-                                              BaselineSchedules::kMeasured);
+std::vector<RegionWinner> ValidateRegions(
+    const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
+    const MeasurementPlan& plan, const std::vector<std::optional<Plan>>& tuned, JobRunner& runner,
+    BaselineSchedules baselines = BaselineSchedules::kMeasured);
 
 }  // namespace fusetune

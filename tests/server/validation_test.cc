@@ -106,8 +106,7 @@ TEST(NoiseRule, OneRoundDisturbedInFavourOfAPlanDoesNotMakeItWin) {
 // many of two.
 int StopAt(const std::vector<RoundFigures>& rounds, const int same[3], int min_rounds) {
   int n = min_rounds;
-  while (n < kMaxRounds && !DecideThreeWay({rounds.begin(), rounds.begin() + n}, same).settled)
-    ++n;
+  while (n < kMaxRounds && !DecideThreeWay({rounds.begin(), rounds.begin() + n}, same).settled) ++n;
   return n;
 }
 

@@ -140,11 +140,11 @@ TEST_F(WarmStartTest, ATransferredScheduleThatFailsHereLeavesTheBaselinesOnTheir
   ModelBackend backend;
   Tune(SeedAt(256), {}, *store_, backend);
   std::vector<std::string> missing;
-  const std::string adapted = LookupCached(SeedAt(192), {}, *store_, backend.TargetFingerprint(),
-                                           &missing)
-                                  .regions.at(0)
-                                  .plan.at(0)
-                                  .schedule.ToString();
+  const std::string adapted =
+      LookupCached(SeedAt(192), {}, *store_, backend.TargetFingerprint(), &missing)
+          .regions.at(0)
+          .plan.at(0)
+          .schedule.ToString();
   ASSERT_FALSE(adapted.empty());
   // Every kernel on the transferred schedule crashes at 192 (a wrong tile for these sizes, say).
   backend.adjust = [&](const MeasureJob&, const Plan& plan, PlanResult& t) {
