@@ -5,6 +5,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -98,6 +99,21 @@ class Emitter {
     q_.emplace(graph, group, buffers_, scores.inputs[0], scores.attrs.GetBool("transpose_a"));
     k_.emplace(graph, group, buffers_, scores.inputs[1], !scores.attrs.GetBool("transpose_b"));
     v_.emplace(graph, group, buffers_, out.inputs[1], out.attrs.GetBool("transpose_b"));
+    // Operands read straight from a kernel input: K and V are packed by the runtime's vector
+    // transpose, Q rows are read in place; computed ones go element by element.
+    auto direct = [&](ValueId v) {
+      return std::binary_search(group.inputs.begin(), group.inputs.end(), v);
+    };
+    if (direct(scores.inputs[0]) && !scores.attrs.GetBool("transpose_a"))
+      q_direct_ = buffers_.Of(scores.inputs[0]);
+    if (direct(scores.inputs[1])) {
+      k_direct_ = buffers_.Of(scores.inputs[1]);
+      k_swapped_ = !scores.attrs.GetBool("transpose_b");
+    }
+    if (direct(out.inputs[1])) {
+      v_direct_ = buffers_.Of(out.inputs[1]);
+      v_swapped_ = out.attrs.GetBool("transpose_b");
+    }
     if (!a.chain.empty()) {
       // The steps between the scores and the softmax, with the scores as the anchor leaf.
       FusedGroup steps;
@@ -192,25 +208,49 @@ class Emitter {
     Builder b(BasicBlock::Create(ctx_, "entry", f));
     const int64_t kb = t_.k_block;
     Value* zero = llvm::ConstantFP::get(f32_, 0.0);
-    Loop(b, I64(0), I64(k_blocks_ * kb), 1, "j", [&](Builder& b, Value* j) {
-      Value* blk = b.CreateUDiv(j, I64(kb));
-      Value* jj = b.CreateURem(j, I64(kb));
-      Value* row = b.CreateAdd(b.CreateMul(blk, I64(s_.d * kb)), jj);
-      Value* valid = b.CreateICmpSLT(j, I64(s_.n));
-      Value* jc = b.CreateSelect(valid, j, I64(0));
-      Loop(b, I64(0), I64(s_.d), 1, "d", [&](Builder& b, Value* d) {
-        Value* x = b.CreateSelect(valid, (*k_)(b, buffers, bi, jc, d), zero);
-        b.CreateStore(x, FloatAt(b, kt, b.CreateAdd(row, b.CreateMul(d, I64(kb)))));
+    // fusetune_mm_pack_b(src, n_stride, k_stride, n_count, k_count, nr, out): panels of nr
+    // columns, [panel][k][nr], which is K's [key block][d][k_block] with n = key, k = d, and V's
+    // [key][e_pad] with n = e, k = key, nr = e_pad.
+    auto* pack_type = llvm::FunctionType::get(Type::getVoidTy(ctx_),
+                                              {ptr_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    Value* pack_fn = b.CreateIntToPtr(
+        I64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(&fusetune_mm_pack_b))), ptr_);
+    auto matrix = [&](int buffer, int64_t elements) {
+      return FloatAt(b, OperandReader::Base(b, buffers, buffer), b.CreateMul(bi, I64(elements)));
+    };
+    if (k_direct_ >= 0) {
+      // K stored [n][d] (n_stride d) or, swapped, [d][n].
+      b.CreateCall(pack_type, pack_fn,
+                   {matrix(k_direct_, s_.n * s_.d), I64(k_swapped_ ? 1 : s_.d),
+                    I64(k_swapped_ ? s_.n : 1), I64(s_.n), I64(s_.d), I64(kb), kt});
+    }
+    if (v_direct_ >= 0) {
+      // V stored [key][e] (e is n: n_stride 1, k_stride E) or, swapped, [e][key].
+      b.CreateCall(pack_type, pack_fn,
+                   {matrix(v_direct_, s_.n * s_.e), I64(v_swapped_ ? s_.n : 1),
+                    I64(v_swapped_ ? 1 : s_.e), I64(s_.e), I64(s_.n), I64(e_pad_), vp});
+    }
+    if (k_direct_ < 0)
+      Loop(b, I64(0), I64(k_blocks_ * kb), 1, "j", [&](Builder& b, Value* j) {
+        Value* blk = b.CreateUDiv(j, I64(kb));
+        Value* jj = b.CreateURem(j, I64(kb));
+        Value* row = b.CreateAdd(b.CreateMul(blk, I64(s_.d * kb)), jj);
+        Value* valid = b.CreateICmpSLT(j, I64(s_.n));
+        Value* jc = b.CreateSelect(valid, j, I64(0));
+        Loop(b, I64(0), I64(s_.d), 1, "d", [&](Builder& b, Value* d) {
+          Value* x = b.CreateSelect(valid, (*k_)(b, buffers, bi, jc, d), zero);
+          b.CreateStore(x, FloatAt(b, kt, b.CreateAdd(row, b.CreateMul(d, I64(kb)))));
+        });
       });
-    });
-    Loop(b, I64(0), I64(s_.n), 1, "j", [&](Builder& b, Value* j) {
-      Value* row = b.CreateMul(j, I64(e_pad_));
-      Loop(b, I64(0), I64(s_.e), 1, "e", [&](Builder& b, Value* e) {
-        b.CreateStore((*v_)(b, buffers, bi, j, e), FloatAt(b, vp, b.CreateAdd(row, e)));
+    if (v_direct_ < 0)
+      Loop(b, I64(0), I64(s_.n), 1, "j", [&](Builder& b, Value* j) {
+        Value* row = b.CreateMul(j, I64(e_pad_));
+        Loop(b, I64(0), I64(s_.e), 1, "e", [&](Builder& b, Value* e) {
+          b.CreateStore((*v_)(b, buffers, bi, j, e), FloatAt(b, vp, b.CreateAdd(row, e)));
+        });
+        for (int64_t e = s_.e; e < e_pad_; ++e)
+          b.CreateStore(zero, FloatAt(b, vp, b.CreateAdd(row, I64(e))));
       });
-      for (int64_t e = s_.e; e < e_pad_; ++e)
-        b.CreateStore(zero, FloatAt(b, vp, b.CreateAdd(row, I64(e))));
-    });
     b.CreateRetVoid();
     return f;
   }
@@ -408,21 +448,28 @@ class Emitter {
       b.SetInsertPoint(after);
       Value* count = b.CreateSub(I64(s_.m), m_start);
       count = b.CreateSelect(b.CreateICmpSLT(count, I64(t_.q_rows)), count, I64(t_.q_rows));
-      Loop(b, I64(0), count, 1, "qr", [&](Builder& b, Value* r) {
-        Value* m = b.CreateAdd(m_start, r);
-        Loop(b, I64(0), I64(s_.d), 1, "qd", [&](Builder& b, Value* d) {
-          b.CreateStore((*q_)(b, buffers, bi, m, d),
-                        FloatAt(b, qs, b.CreateAdd(b.CreateMul(r, I64(s_.d)), d)));
+      Value* q_rows = qs;
+      if (q_direct_ >= 0) {
+        // Q's rows in place: [b][m][d].
+        q_rows = FloatAt(b, OperandReader::Base(b, buffers, q_direct_),
+                         b.CreateMul(b.CreateAdd(b.CreateMul(bi, I64(s_.m)), m_start), I64(s_.d)));
+      } else {
+        Loop(b, I64(0), count, 1, "qr", [&](Builder& b, Value* r) {
+          Value* m = b.CreateAdd(m_start, r);
+          Loop(b, I64(0), I64(s_.d), 1, "qd", [&](Builder& b, Value* d) {
+            b.CreateStore((*q_)(b, buffers, bi, m, d),
+                          FloatAt(b, qs, b.CreateAdd(b.CreateMul(r, I64(s_.d)), d)));
+          });
         });
-      });
+      }
       Value* whole = b.CreateMul(b.CreateUDiv(count, I64(rows)), I64(rows));
       Loop(b, I64(0), whole, rows, "g", [&](Builder& b, Value* g) {
         b.CreateCall(rows_r, {buffers, bi, b.CreateAdd(m_start, g),
-                              FloatAt(b, qs, b.CreateMul(g, I64(s_.d))), kt, vp, pbuf});
+                              FloatAt(b, q_rows, b.CreateMul(g, I64(s_.d))), kt, vp, pbuf});
       });
       Loop(b, whole, count, 1, "g1", [&](Builder& b, Value* g) {
         b.CreateCall(rows_1, {buffers, bi, b.CreateAdd(m_start, g),
-                              FloatAt(b, qs, b.CreateMul(g, I64(s_.d))), kt, vp, pbuf});
+                              FloatAt(b, q_rows, b.CreateMul(g, I64(s_.d))), kt, vp, pbuf});
       });
     });
     b.CreateRetVoid();
@@ -443,6 +490,8 @@ class Emitter {
   llvm::PointerType* ptr_;
   llvm::FixedVectorType* vec_;
   std::optional<OperandReader> q_, k_, v_;
+  int q_direct_ = -1, k_direct_ = -1, v_direct_ = -1;  // buffer of an operand read as it is
+  bool k_swapped_ = false, v_swapped_ = false;
   std::optional<InlinedExpr> chain_;
   int64_t e_pad_ = 0, k_blocks_ = 0, kt_floats_ = 0, vp_floats_ = 0, qs_floats_ = 0, p_floats_ = 0;
 };
