@@ -77,8 +77,9 @@ void Show(const KernelOptions& o) {
     std::cout << (o.print_asm ? jit.Assembly(*module) : jit.PrintIR(*module));
     return;
   }
-  if (group->templ == GroupTemplate::kMatmul) {
-    std::cout << "// the matmul template emits LLVM IR directly; use --print-llvm or --print-asm\n";
+  if (group->templ == GroupTemplate::kMatmul || group->Attention()) {
+    std::cout << "// the " << TemplateName(group->templ)
+              << " template emits LLVM IR directly; use --print-llvm or --print-asm\n";
     return;
   }
   std::cout << codegen::PrintKernel(

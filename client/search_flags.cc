@@ -57,6 +57,9 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
                   "further schedules per region, searched in rounds on its heaviest groups (0: "
                   "none)")
       ->check(InRange(limits::kScheduleBudget));
+  cmd->add_flag("--no-attention", f.no_attention,
+                "never compute attention (batch_matmul, scale/mask, softmax, batch_matmul) as one "
+                "kernel with an online softmax");
   cmd->add_flag("--no-horizontal", f.no_horizontal,
                 "never fuse sibling matmuls that read the same input (Q, K, V) into one kernel");
 }
@@ -68,6 +71,7 @@ SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
   o.max_kernel_args = f.max_kernel_args;
   o.max_region_nodes = f.max_region_nodes;
   o.horizontal = !f.no_horizontal;
+  o.attention = !f.no_attention;
   for (const auto& op : f.never_fuse_ops) {
     if (std::string problem = ControlOpProblem(op); !problem.empty())
       throw UserError("--never-fuse: " + problem);

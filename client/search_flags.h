@@ -24,6 +24,7 @@ struct SearchFlags {
   int schedules = SearchOptions{}.schedules_per_group;
   int schedule_budget = SearchOptions{}.schedule_budget;
   bool no_horizontal = false;
+  bool no_attention = false;
 };
 
 // Adds --db, --threads and, when `search` is set, the search-space controls.

@@ -1,5 +1,7 @@
 #include "ir/fusion.h"
 
+#include "ir/attention_pattern.h"
+
 #include <algorithm>
 #include <array>
 #include <unordered_set>
@@ -176,6 +178,8 @@ std::string_view TemplateName(GroupTemplate t) {
       return "matmul";
     case GroupTemplate::kComposite:
       return "composite";
+    case GroupTemplate::kAttention:
+      return "attention";
   }
   return "?";
 }
@@ -225,6 +229,12 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
                   fmt::format("group has {} sinks; a kernel iterates one output", sinks.size()));
   group.sink = sinks[0];
   const TensorType& sink_type = g.value(group.sink).type;
+
+  // Several anchors fit one kernel only as attention.
+  int anchors = 0;
+  for (ValueId v : group.nodes) anchors += IsAnchorKind(g.value(v).op->kind) ? 1 : 0;
+  if (anchors > 1 && IsAttentionCandidate(g, group.nodes))
+    return AnalyzeAttention(g, std::move(group), users, why_not);
 
   // Template: at most one anchor.
   for (ValueId v : group.nodes) {

@@ -23,6 +23,11 @@
 // (the union is convex). The code generator computes them as one GEMM, A·[B1;B2;..], each part's
 // epilogue storing its own outputs: the Q, K and V projections of attention in one kernel. No
 // TVM rule forms such a group (ir/greedy.cc never does); only the search chooses it, by measuring.
+//
+// Attention (kAttention, ir/attention_pattern.h): batch_matmul -> element-wise steps (scale,
+// mask) -> softmax over the last axis -> batch_matmul, with inlinable producers of Q, K and V,
+// computed as one kernel with an online softmax that never writes the score matrix. Also formed
+// only by the search.
 #include <optional>
 #include <span>
 #include <string>
@@ -32,8 +37,16 @@
 
 namespace fusetune {
 
-enum class GroupTemplate { kElementwise, kReduce, kMatmul, kComposite };
+enum class GroupTemplate { kElementwise, kReduce, kMatmul, kComposite, kAttention };
 std::string_view TemplateName(GroupTemplate t);
+
+// The pieces of an attention group (GroupTemplate::kAttention): out = softmax(chain(Q·Kᵀ)) · V.
+struct AttentionNodes {
+  ValueId scores = -1;         // the first nn.batch_matmul (Q, K): the group's `anchor`
+  std::vector<ValueId> chain;  // element-wise steps from the scores to the softmax, in order
+  ValueId softmax = -1;        // nn.softmax over the last axis
+  ValueId output = -1;         // the second nn.batch_matmul (P, V): the group's `sink`
+};
 
 struct FusedGroup {
   GroupTemplate templ = GroupTemplate::kElementwise;
@@ -45,8 +58,11 @@ struct FusedGroup {
   // Horizontal groups only: one kMatmul group per sibling product, in anchor order; `anchor` is
   // the first part's and `sink` is -1 (each part has its own). Empty for every other group.
   std::vector<FusedGroup> parts;
+  // Attention groups only.
+  AttentionNodes attention;
 
   bool Horizontal() const { return !parts.empty(); }
+  bool Attention() const { return templ == GroupTemplate::kAttention; }
 };
 
 // Parts of a horizontal group: 2 to 4 sibling products.

@@ -16,6 +16,7 @@
 
 #include "ir/error.h"
 
+#include "ir/attention_schedule.h"
 #include "ir/matmul_schedule.h"
 
 namespace fusetune {
@@ -57,6 +58,8 @@ std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group,
     if (!space.empty()) return space;
     return {Schedule{}};
   }
+  if (group.templ == GroupTemplate::kAttention)
+    return AttentionScheduleSpace(AttentionShapeOf(graph, group), threads);
   // Generic templates: the default (the target's widest vectors, parallel); half- and
   // quarter-width vectors (fewer masked lanes on short rows); double width (two registers per
   // step: more accumulator chains for reductions, an unroll for element-wise); plain row order

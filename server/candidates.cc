@@ -14,12 +14,19 @@
 // those siblings (of the first 8), in two forms: the products alone, and each product with the
 // largest epilogue group the walk found for it (bias add and the like). Mixed forms are not
 // offered: they would multiply the measurements for what an epilogue choice decides anyway.
+//
+// Attention groups (ir/attention_pattern.h) hold three anchors, so the walk never grows them
+// either. For each chain batch_matmul -> scale/mask -> softmax -> batch_matmul the core is offered
+// with each subset of its operands' private producers (the head split's reshape and transpose,
+// a scale of Q) inlined, every one within the size bound: at most 8 groups per chain.
 #include "server/candidates.h"
 
 #include <algorithm>
 #include <bit>
 #include <map>
 #include <set>
+
+#include "ir/attention_pattern.h"
 
 namespace fusetune {
 namespace {
@@ -61,6 +68,7 @@ class Enumerator {
       Extend(set, ext, v, IsAnchor(g_.value(v)) ? 1 : 0);
     }
     if (policy_.options().horizontal) AddHorizontal();
+    if (policy_.options().attention) AddAttention();
     std::sort(out_.begin(), out_.end(), [](const FusedGroup& a, const FusedGroup& b) {
       if (a.nodes.size() != b.nodes.size()) return a.nodes.size() < b.nodes.size();
       return a.nodes < b.nodes;
@@ -134,6 +142,34 @@ class Enumerator {
       }
     }
     for (const std::vector<ValueId>& nodes : sets) Record(nodes);
+  }
+
+  void AddAttention() {
+    const size_t max_size = static_cast<size_t>(policy_.options().max_group_size);
+    for (const AttentionChain& chain : FindAttentionChains(g_)) {
+      bool fusable = true;
+      for (ValueId v : chain.core) fusable &= fusable_[v];
+      if (!fusable || chain.core.size() > max_size) continue;
+      // Each operand's producers up to the first that may not join a group.
+      std::vector<std::vector<ValueId>> prologues;
+      for (const std::vector<ValueId>& p : chain.prologues) {
+        std::vector<ValueId> usable;
+        for (ValueId v : p) {
+          if (!fusable_[v]) break;
+          usable.push_back(v);
+        }
+        prologues.push_back(std::move(usable));
+      }
+      std::set<std::vector<ValueId>> sets;
+      for (uint32_t mask = 0; mask < (1u << prologues.size()); ++mask) {
+        std::vector<ValueId> nodes = chain.core;
+        for (size_t i = 0; i < prologues.size(); ++i)
+          if (mask & (1u << i)) nodes.insert(nodes.end(), prologues[i].begin(), prologues[i].end());
+        std::sort(nodes.begin(), nodes.end());
+        if (nodes.size() <= max_size) sets.insert(std::move(nodes));
+      }
+      for (const std::vector<ValueId>& nodes : sets) Record(nodes);
+    }
   }
 
   void Record(const std::vector<ValueId>& nodes) {

@@ -30,7 +30,7 @@ RequestPolicy::RequestPolicy(const Graph& graph, SearchOptions options)
               !options_.forbidden_groups.empty() ||
               options_.max_group_size < defaults.max_group_size ||
               options_.max_kernel_args < defaults.max_kernel_args ||
-              options_.horizontal < defaults.horizontal;
+              options_.horizontal < defaults.horizontal || options_.attention < defaults.attention;
   wider_ = options_.max_group_size > defaults.max_group_size ||
            options_.max_kernel_args > defaults.max_kernel_args;
 }
@@ -70,6 +70,8 @@ std::optional<FusedGroup> RequestPolicy::OneKernel(std::span<const ValueId> node
   if (!group) return std::nullopt;
   if (group->Horizontal() && !options_.horizontal)
     return refuse("the request does not fuse sibling matmuls horizontally (--no-horizontal)");
+  if (group->Attention() && !options_.attention)
+    return refuse("the request does not compute attention as one kernel (--no-attention)");
   const int args = static_cast<int>(group->inputs.size() + group->outputs.size());
   if (!single && args > options_.max_kernel_args)
     return refuse(fmt::format("{} kernel arguments, more than the request's max args {}", args,

@@ -50,9 +50,9 @@ class RequestPolicy {
   // Whether the plan this request's search finds may be stored as its regions' best plan. The
   // store keeps one best plan per (region signature, target, threads, search version), and every
   // later request is answered from it, so only a search over the default space may write it.
-  // Never-fuse ops and nodes, forbidden groups, no horizontal groups, and a max-group or max-args
-  // other than the default change which plans are allowed: smaller limits narrow the space, larger
-  // ones widen it to plans a default request would refuse.
+  // Never-fuse ops and nodes, forbidden groups, no horizontal or attention groups, and a
+  // max-group or max-args other than the default change which plans are allowed: smaller limits
+  // narrow the space, larger ones widen it to plans a default request would refuse.
   //
   // The other controls do not change which plans are allowed, and their plans are stored.
   // Threads is part of the key. Max-region changes where large regions are cut; a region cut

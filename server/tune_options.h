@@ -7,7 +7,7 @@ namespace fusetune {
 
 // Bumped whenever a change to the search could change which plan is best: stored plans of other
 // versions are then ignored (and kept).
-constexpr int kSearchVersion = 2;  // 2: horizontal matmul groups
+constexpr int kSearchVersion = 3;  // 2: horizontal matmul groups; 3: attention groups
 
 // Measurement defaults of the tuner: shorter repeats than the timing harness's own default, since
 // a search times hundreds of kernels and each figure is the median of several repeats anyway

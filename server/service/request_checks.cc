@@ -112,6 +112,7 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
   s.schedules_per_group = InRange(p.schedules_per_group(), defaults.schedules_per_group,
                                   limits::kSchedulesPerGroup, "options.schedules_per_group");
   s.horizontal = !p.no_horizontal();
+  s.attention = !p.no_attention();
   if (p.has_schedule_budget()) {
     if (p.schedule_budget() < limits::kScheduleBudget.lo ||
         p.schedule_budget() > limits::kScheduleBudget.hi)

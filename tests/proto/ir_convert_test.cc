@@ -372,5 +372,26 @@ TEST(PlanProto, AHorizontalGroupRoundTrips) {
   EXPECT_EQ(back.groups[0].schedule, plan.groups[0].schedule);
 }
 
+TEST(PlanProto, AnAttentionGroupRoundTrips) {
+  // batch_matmul, scale, softmax, batch_matmul: one group with three anchors
+  // (ir/attention_pattern.h), its schedule knobs kept.
+  Graph g = Parse(R"(fn (%q: Tensor[(2, 8, 4), float32], %k: Tensor[(2, 8, 4), float32],
+                        %v: Tensor[(2, 4, 8), float32]) {
+    %0 = nn.batch_matmul(%q, %k);
+    %1 = multiply(%0, 0.5f);
+    %2 = nn.softmax(%1, axis=-1);
+    nn.batch_matmul(%2, %v)
+  })");
+  Plan plan{"tuned", {{{}, Schedule::Parse("k_block=32,rows=2")}}};
+  for (const char* n : {"0", "1", "2", "3"}) plan.groups[0].nodes.push_back(*g.FindByName(n));
+  v1::Plan message = PlanToProto(g, plan);
+  ASSERT_EQ(message.groups_size(), 1);
+  EXPECT_EQ(message.groups(0).nodes_size(), 4);
+  Plan back = PlanFromProto(g, message);  // ValidatePlan inside: lowerable as one kernel
+  ASSERT_EQ(back.groups.size(), 1u);
+  EXPECT_EQ(back.groups[0].nodes, plan.groups[0].nodes);
+  EXPECT_EQ(back.groups[0].schedule, plan.groups[0].schedule);
+}
+
 }  // namespace
 }  // namespace fusetune

@@ -1,10 +1,14 @@
 #include "server/candidates.h"
 
+#include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "ir/text/relay_parser.h"
 #include "server/regions.h"
 #include "tests/server/random_graphs.h"
 
@@ -211,6 +215,45 @@ TEST(Candidates, HorizontalGroupsHonourTheRequestsLimits) {
     if (!g.Horizontal()) continue;
     EXPECT_FALSE(std::binary_search(g.nodes.begin(), g.nodes.end(), q.dense[1]));
   }
+}
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(FUSETUNE_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Candidates, AttentionChainsAreOfferedWithinTheRequestsLimits) {
+  Graph g = ParseRelay(ReadExample("bert_layer_s128.relay"), "bert.relay");
+  auto attention = [&](const SearchOptions& options) {
+    std::set<std::vector<ValueId>> out;
+    for (const FusedGroup& group : Enumerate(g, options))
+      if (group.Attention()) out.insert(group.nodes);
+    return out;
+  };
+  std::vector<ValueId> core;
+  for (const char* n : {"12", "13", "14", "15", "16"}) core.push_back(*g.FindByName(n));
+  // The core, and the core with one operand's head split (3 nodes each): 8 ops at most.
+  std::set<std::vector<ValueId>> found = attention({});
+  EXPECT_EQ(found.size(), 4u);
+  EXPECT_TRUE(found.count(core));
+  for (const auto& nodes : found) {
+    EXPECT_LE(nodes.size(), 8u);
+    EXPECT_TRUE(std::includes(nodes.begin(), nodes.end(), core.begin(), core.end()));
+  }
+  SearchOptions off;
+  off.attention = false;
+  EXPECT_TRUE(attention(off).empty());
+  SearchOptions small;
+  small.max_group_size = 4;
+  EXPECT_TRUE(attention(small).empty());
+  SearchOptions wide;
+  wide.max_group_size = 14;
+  EXPECT_EQ(attention(wide).size(), 8u);
+  SearchOptions pinned;
+  pinned.never_fuse_ops = {"nn.softmax"};
+  EXPECT_TRUE(attention(pinned).empty());
 }
 
 }  // namespace

@@ -480,5 +480,63 @@ TEST_F(TunerTest, AHorizontalPlanIsStoredAndServedAndNoHorizontalAvoidsIt) {
   EXPECT_EQ(after.regions[0].plan[0].nodes, stored[0].nodes);
 }
 
+const char* kAttention =
+    R"(fn (%q: Tensor[(4, 32, 16), float32], %k: Tensor[(4, 48, 16), float32],
+    %vt: Tensor[(4, 16, 48), float32], %mask: Tensor[(1, 32, 48), float32]) {
+  %0 = nn.batch_matmul(%q, %k);
+  %1 = multiply(%0, 0.25f);
+  %2 = add(%1, %mask);
+  %3 = nn.softmax(%2, axis=-1);
+  nn.batch_matmul(%3, %vt)
+})";
+
+bool AnyAttention(const Graph& g, const std::vector<PlanGroup>& plan) {
+  for (const PlanGroup& pg : plan)
+    if (AnalyzeGroup(g, pg.nodes)->Attention()) return true;
+  return false;
+}
+
+TEST_F(TunerTest, AnAttentionPlanIsStoredAndServedAndNoAttentionAvoidsIt) {
+  // Under the bytes model one kernel that never writes the scores beats every split: the search
+  // picks the attention group, stores it, and a later request (a reopened file) is answered
+  // with it; --no-attention searches a space without it and leaves the stored plan alone.
+  Graph g = ParseRelay(kAttention, "attention.relay");
+  std::vector<PlanGroup> stored;
+  {
+    db::Database database(path_.string());
+    db::Cache store(database);
+    ModelBackend backend;
+    TuneReport r = Tune(g, {}, store, backend);
+    ASSERT_EQ(r.regions.size(), 1u);
+    ASSERT_EQ(r.regions[0].plan.size(), 1u);
+    EXPECT_EQ(r.regions[0].plan[0].nodes.size(), 5u);
+    EXPECT_TRUE(AnyAttention(g, r.regions[0].plan));
+    stored = r.regions[0].plan;
+  }
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  TuneReport again = Tune(g, {}, store, backend);
+  EXPECT_EQ(backend.jobs_run, 0);
+  ASSERT_EQ(again.regions.size(), 1u);
+  EXPECT_TRUE(again.regions[0].cached);
+  ASSERT_EQ(again.regions[0].plan.size(), 1u);
+  EXPECT_EQ(again.regions[0].plan[0].nodes, stored[0].nodes);
+  EXPECT_EQ(again.regions[0].plan[0].schedule, stored[0].schedule);
+  ValidatePlan(g, Plan{"tuned", again.regions[0].plan});
+
+  TuneOptions off;
+  off.search.attention = false;
+  TuneReport apart = Tune(g, off, store, backend);
+  for (const RegionReport& region : apart.regions) {
+    EXPECT_FALSE(region.cached);
+    EXPECT_FALSE(AnyAttention(g, region.plan));
+  }
+  TuneReport after = Tune(g, {}, store, backend);
+  ASSERT_EQ(after.regions.size(), 1u);
+  EXPECT_TRUE(after.regions[0].cached);
+  EXPECT_EQ(after.regions[0].plan[0].nodes, stored[0].nodes);
+}
+
 }  // namespace
 }  // namespace fusetune

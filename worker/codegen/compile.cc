@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "worker/codegen/lower_llvm.h"
 #include "worker/codegen/runtime/thread_pool.h"
+#include "worker/codegen/templates/attention.h"
 #include "worker/codegen/templates/matmul.h"
 #include "worker/codegen/templates/templates.h"
 
@@ -46,6 +47,8 @@ Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Sched
       return BuildCompositeKernel(graph, group, ReadKnobs(schedule, target), name);
     case GroupTemplate::kMatmul:
       throw UserError("a matmul group has no kernel IR: its template emits LLVM IR directly");
+    case GroupTemplate::kAttention:
+      throw UserError("an attention group has no kernel IR: its template emits LLVM IR directly");
   }
   throw UserError("unknown group template");
 }
@@ -56,9 +59,12 @@ std::unique_ptr<JitModule> EmitGroupModule(const Graph& graph, const FusedGroup&
                                            const CompileOptions& options) {
   CheckDTypes(graph, group);
   auto module = jit.NewModule(symbol);
-  if (group.templ == GroupTemplate::kMatmul) {
+  if (group.templ == GroupTemplate::kMatmul || group.Attention()) {
     int threads = options.threads > 0 ? options.threads : runtime::NumThreads();
-    EmitMatmulKernel(module->module(), graph, group, schedule, jit.target(), symbol, threads);
+    if (group.Attention())
+      EmitAttentionKernel(module->module(), graph, group, schedule, jit.target(), symbol, threads);
+    else
+      EmitMatmulKernel(module->module(), graph, group, schedule, jit.target(), symbol, threads);
     jit.Verify(*module);
     return module;
   }

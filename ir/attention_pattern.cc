@@ -1,0 +1,227 @@
+#include "ir/attention_pattern.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+namespace fusetune {
+namespace {
+
+bool IsOp(const Graph& g, ValueId v, std::string_view name) {
+  return v >= 0 && v < static_cast<ValueId>(g.values().size()) &&
+         g.value(v).kind == ValueKind::kNode && g.value(v).op->name == name;
+}
+
+bool IsInlinable(const Graph& g, ValueId v) {
+  if (g.value(v).kind != ValueKind::kNode) return false;
+  const OpDef& op = *g.value(v).op;
+  return (op.kind == OpKind::kElementwise || op.kind == OpKind::kInjective) &&
+         op.pattern <= OpPattern::kInjective;
+}
+
+bool IsScoreStep(const Graph& g, ValueId v, const Shape& scores_shape) {
+  if (g.value(v).kind != ValueKind::kNode) return false;
+  const OpDef& op = *g.value(v).op;
+  return op.kind == OpKind::kElementwise && op.pattern <= OpPattern::kBroadcast &&
+         g.value(v).type.shape == scores_shape;
+}
+
+bool SoftmaxOverLastAxis(const Graph& g, ValueId v) {
+  const Value& sm = g.value(v);
+  const int64_t rank = sm.type.rank();
+  int64_t axis = sm.attrs.GetInt("axis");
+  if (axis < 0) axis += rank;
+  return rank == 3 && axis == rank - 1;
+}
+
+bool IsFloat32(const Graph& g, ValueId v) { return g.value(v).type.dtype == DType::kFloat32; }
+
+std::optional<FusedGroup> Reject(std::string* why_not, std::string message) {
+  if (why_not) *why_not = std::move(message);
+  return std::nullopt;
+}
+
+std::vector<std::vector<ValueId>> Users(const Graph& g) {
+  std::vector<std::vector<ValueId>> users(g.values().size());
+  for (size_t v = 0; v < g.values().size(); ++v)
+    for (ValueId in : g.values()[v].inputs) users[in].push_back(static_cast<ValueId>(v));
+  return users;
+}
+
+}  // namespace
+
+bool IsAttentionCandidate(const Graph& g, std::span<const ValueId> nodes) {
+  for (ValueId v : nodes)
+    if (IsOp(g, v, "nn.softmax")) return true;
+  return false;
+}
+
+std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
+                                           const std::vector<std::vector<ValueId>>& users,
+                                           std::string* why_not) {
+  const std::unordered_set<ValueId> in_group(group.nodes.begin(), group.nodes.end());
+  auto inside = [&](ValueId v) { return in_group.count(v) > 0; };
+  const std::string kWhat = "attention (batch_matmul, scale/mask, softmax, batch_matmul)";
+
+  AttentionNodes a;
+  a.output = group.sink;
+  if (!IsOp(g, a.output, "nn.batch_matmul"))
+    return Reject(why_not, fmt::format("group has several anchors and its sink {} is not a "
+                                       "batch_matmul; several anchors fit one kernel only as {}",
+                                       g.RefName(a.output), kWhat));
+  for (ValueId v : group.outputs)
+    if (v != a.output)
+      return Reject(why_not, fmt::format("{} is used outside the attention group; the kernel "
+                                         "writes only its output, never scores or probabilities",
+                                         g.RefName(v)));
+  const Value& out = g.value(a.output);
+  a.softmax = out.inputs[0];
+  if (!inside(a.softmax) || !IsOp(g, a.softmax, "nn.softmax") || out.attrs.GetBool("transpose_a"))
+    return Reject(why_not, fmt::format("{} does not multiply a softmax (not transposed) by V, "
+                                       "as {} does",
+                                       g.RefName(a.output), kWhat));
+  if (out.inputs[1] == a.softmax)
+    return Reject(why_not, "the softmax is also V; attention reads V separately");
+  if (!SoftmaxOverLastAxis(g, a.softmax))
+    return Reject(why_not, fmt::format("{} is not a softmax over the last axis of a rank-3 "
+                                       "tensor",
+                                       g.RefName(a.softmax)));
+  const Shape& scores_shape = g.value(a.softmax).type.shape;
+
+  // Back from the softmax through the element-wise steps to the scores.
+  ValueId v = g.value(a.softmax).inputs[0];
+  while (inside(v) && !IsOp(g, v, "nn.batch_matmul")) {
+    if (!IsScoreStep(g, v, scores_shape))
+      return Reject(why_not, fmt::format("{} ({}) between the scores and the softmax is not an "
+                                         "element-wise step of the scores' shape",
+                                         g.RefName(v), g.value(v).op->name));
+    ValueId previous = -1;
+    for (ValueId in : g.value(v).inputs) {
+      if (!inside(in)) continue;
+      if (previous >= 0 && previous != in)
+        return Reject(why_not, fmt::format("{} combines two computed values; the scores' "
+                                           "steps read the scores and values from memory",
+                                           g.RefName(v)));
+      previous = in;
+    }
+    if (previous < 0)
+      return Reject(why_not, fmt::format("{} does not read the scores", g.RefName(v)));
+    a.chain.push_back(v);
+    v = previous;
+  }
+  std::reverse(a.chain.begin(), a.chain.end());
+  if (!inside(v))
+    return Reject(why_not, fmt::format("the softmax {} is not fed by a batch_matmul in the group",
+                                       g.RefName(a.softmax)));
+  a.scores = v;
+  if (g.value(a.scores).type.shape != scores_shape)
+    return Reject(why_not, "the scores' shape differs from the softmax's");
+
+  // Each of scores, chain and softmax is read inside the group by the next step only.
+  std::vector<ValueId> line{a.scores};
+  line.insert(line.end(), a.chain.begin(), a.chain.end());
+  line.push_back(a.softmax);
+  line.push_back(a.output);
+  for (size_t i = 0; i + 1 < line.size(); ++i)
+    for (ValueId u : users[line[i]])
+      if (inside(u) && u != line[i + 1])
+        return Reject(why_not, fmt::format("{} is read by {} besides the next attention step",
+                                           g.RefName(line[i]), g.RefName(u)));
+
+  // The rest is the operands' prologue: inlinable, read only by the prologue or as Q, K or V.
+  const std::unordered_set<ValueId> core(line.begin(), line.end());
+  const Value& scores = g.value(a.scores);
+  for (ValueId p : group.nodes) {
+    if (core.count(p)) continue;
+    if (!IsInlinable(g, p))
+      return Reject(why_not, fmt::format("{} ({}) in an attention group is neither a step of "
+                                         "the chain nor an element-wise/injective producer of Q, "
+                                         "K or V",
+                                         g.RefName(p), g.value(p).op->name));
+    for (ValueId u : users[p]) {
+      bool operand = (u == a.scores && (scores.inputs[0] == p || scores.inputs[1] == p)) ||
+                     (u == a.output && out.inputs[1] == p);
+      if (!core.count(u) || operand) continue;
+      return Reject(why_not,
+                    fmt::format("{} feeds {} other than as Q, K or V", g.RefName(p), g.RefName(u)));
+    }
+  }
+  for (ValueId f :
+       {scores.inputs[0], scores.inputs[1], out.inputs[1], a.scores, a.softmax, a.output})
+    if (!IsFloat32(g, f))
+      return Reject(why_not, fmt::format("{} is {}; the attention kernel computes float32",
+                                         g.RefName(f), DTypeName(g.value(f).type.dtype)));
+
+  group.templ = GroupTemplate::kAttention;
+  group.anchor = a.scores;
+  group.attention = std::move(a);
+  return group;
+}
+
+std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
+  const std::vector<std::vector<ValueId>> users = Users(g);
+  const std::unordered_set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  auto only_user = [&](ValueId v, ValueId user) {
+    if (outputs.count(v)) return false;
+    for (ValueId u : users[v])
+      if (u != user) return false;
+    return !users[v].empty();
+  };
+  std::vector<AttentionChain> chains;
+  for (ValueId sm = 0; sm < static_cast<ValueId>(g.values().size()); ++sm) {
+    if (!IsOp(g, sm, "nn.softmax") || !SoftmaxOverLastAxis(g, sm)) continue;
+    if (users[sm].size() != 1 || outputs.count(sm)) continue;
+    const ValueId out = users[sm][0];
+    if (!IsOp(g, out, "nn.batch_matmul") || g.value(out).inputs[0] != sm ||
+        g.value(out).inputs[1] == sm || g.value(out).attrs.GetBool("transpose_a"))
+      continue;
+    const Shape& shape = g.value(sm).type.shape;
+    std::vector<ValueId> core{sm, out};
+    ValueId v = g.value(sm).inputs[0], next = sm;
+    bool ok = true;
+    while (ok && !IsOp(g, v, "nn.batch_matmul")) {
+      ok = IsScoreStep(g, v, shape) && only_user(v, next);
+      if (!ok) break;
+      ValueId previous = -1;
+      for (ValueId in : g.value(v).inputs)
+        if (g.value(in).kind == ValueKind::kNode && g.value(in).type.shape == shape &&
+            (IsOp(g, in, "nn.batch_matmul") || IsScoreStep(g, in, shape)))
+          previous = previous < 0 ? in : -2;
+      ok = previous >= 0;
+      core.push_back(v);
+      next = v;
+      v = previous;
+    }
+    if (!ok || !only_user(v, next)) continue;
+    core.push_back(v);
+    std::sort(core.begin(), core.end());
+
+    AttentionChain chain;
+    chain.core = core;
+    const ValueId operands[3][2] = {
+        {v, g.value(v).inputs[0]}, {v, g.value(v).inputs[1]}, {out, g.value(out).inputs[1]}};
+    for (const auto& [consumer, operand] : operands) {
+      // Producers read only by this operand's prologue (or the consumer), nearest first.
+      std::vector<ValueId> prologue;
+      std::unordered_set<ValueId> taken;
+      std::vector<ValueId> frontier{operand};
+      while (!frontier.empty()) {
+        ValueId p = frontier.front();
+        frontier.erase(frontier.begin());
+        if (taken.count(p) || !IsInlinable(g, p) || outputs.count(p)) continue;
+        bool private_use = true;
+        for (ValueId u : users[p]) private_use &= u == consumer || taken.count(u) > 0;
+        if (!private_use) continue;
+        taken.insert(p);
+        prologue.push_back(p);
+        for (ValueId in : g.value(p).inputs) frontier.push_back(in);
+      }
+      chain.prologues.push_back(std::move(prologue));
+    }
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+}  // namespace fusetune

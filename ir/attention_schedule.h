@@ -1,0 +1,43 @@
+#pragma once
+// Schedules of the attention template (worker/codegen/templates/attention.h). Pure IR, so the
+// search can enumerate them without linking LLVM.
+//
+// Knobs (Schedule keys), all optional:
+//   q_rows   query rows per parallel task (a task is one batch entry, i.e. one head, and a block
+//            of q_rows queries); clamped to M
+//   k_block  keys per block of the online softmax: the scores of `rows` queries against k_block
+//            keys live in registers (k_block % 16 == 0, 16..256); clamped to N rounded up to 16
+//   rows     queries computed together in the micro-kernel (1..8): each loaded K or V vector is
+//            used `rows` times
+// The vector width is fixed at 16 floats (one AVX-512 register; two AVX2 registers elsewhere):
+// the mask and scale steps are read through the 16-lane row loads the matmul epilogue uses.
+#include <cstdint>
+#include <vector>
+
+#include "ir/fusion.h"
+#include "ir/graph.h"
+#include "ir/plan.h"
+
+namespace fusetune {
+
+// The sizes of an attention group: out[b, m, e] = softmax(s[b, m, :]) · V[b, :, e], s = Q·Kᵀ.
+struct AttentionShape {
+  int64_t batch = 1, m = 0, n = 0, d = 0, e = 0;  // d: Q/K depth, e: V width
+};
+AttentionShape AttentionShapeOf(const Graph& graph, const FusedGroup& group);
+
+struct AttentionTiling {
+  int64_t q_rows = 32;
+  int64_t k_block = 64;
+  int rows = 4;
+  int64_t Tasks(const AttentionShape& s) const { return s.batch * ((s.m + q_rows - 1) / q_rows); }
+};
+
+// Every knob resolved against the problem; throws UserError on an unknown knob or a bad value.
+AttentionTiling ResolveAttentionTiling(const AttentionShape& shape, const Schedule& schedule,
+                                       int threads);
+
+// The default first, then variants of each knob; never empty.
+std::vector<Schedule> AttentionScheduleSpace(const AttentionShape& shape, int threads);
+
+}  // namespace fusetune

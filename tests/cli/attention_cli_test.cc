@@ -1,0 +1,83 @@
+// Attention groups end to end: a plan file naming batch_matmul, scale, mask, softmax and
+// batch_matmul as one kernel runs through `fusetune run --plan FILE` (compiled, checked against
+// the reference interpreter) at 1 and 2 threads; `kernel` shows its LLVM IR; `tune
+// --no-attention` never puts both products in one kernel.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/run_command.h"
+
+namespace fusetune {
+namespace {
+
+using testing::RunFusetune;
+using testing::TempDb;
+
+const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
+
+std::string WriteFile(const std::string& stem, const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("fusetune_" + stem + "_" + std::to_string(::getpid()));
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// Sizes that are not multiples of 16 or of the key block.
+const char* kAttention =
+    R"(fn (%q: Tensor[(3, 37, 24), float32], %k: Tensor[(3, 45, 24), float32],
+    %vt: Tensor[(3, 20, 45), float32], %mask: Tensor[(1, 37, 45), float32]) {
+  %0 = nn.batch_matmul(%q, %k);
+  %1 = multiply(%0, 0.2f);
+  %2 = add(%1, %mask);
+  %3 = nn.softmax(%2, axis=-1);
+  nn.batch_matmul(%3, %vt)
+}
+)";
+
+TEST(AttentionCli, APlanFileWithAnAttentionGroupRunsAndIsChecked) {
+  const std::string graph = WriteFile("attn.relay", kAttention);
+  const std::string plan = WriteFile(
+      "attn_plan.json",
+      R"({"groups":[{"nodes":["%0","%1","%2","%3","%4"],"schedule":"k_block=16,rows=3"}]})");
+  for (const char* threads : {"1", "2"}) {
+    auto run = RunFusetune(std::string("run --json --repeat 2 --threads ") + threads + " --plan " +
+                           plan + " " + graph);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    auto j = nlohmann::json::parse(run.out);
+    EXPECT_EQ(j["groups"], nlohmann::json::parse(R"([["%0","%1","%2","%3","%4"]])"));
+    ASSERT_EQ(j["kernels"].size(), 1u);
+    EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
+  }
+  auto kernel = RunFusetune("kernel --print-llvm --group %0,%1,%2,%3,%4 " + graph);
+  ASSERT_EQ(kernel.exit_code, 0) << kernel.err;
+  EXPECT_NE(kernel.out.find("template attention"), std::string::npos) << kernel.out.substr(0, 400);
+
+  // A knob the template does not accept is refused, naming it.
+  const std::string bad =
+      WriteFile("attn_bad.json",
+                R"({"groups":[{"nodes":["%0","%1","%2","%3","%4"],"schedule":"k_block=24"}]})");
+  auto refused = RunFusetune("run --plan " + bad + " " + graph);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("k_block"), std::string::npos) << refused.err;
+}
+
+TEST(AttentionCli, NoAttentionNeverPutsBothProductsInOneKernel) {
+  TempDb db("attention_cli");
+  const std::string graph = WriteFile("attn_tune.relay", kAttention);
+  auto tune = RunFusetune("tune --local --json --no-attention --db " + db.path() + kFast + graph);
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  auto j = nlohmann::json::parse(tune.out);
+  for (const auto& region : j["regions"]) {
+    for (const auto& group : region["plan"]) {
+      int products = 0;
+      for (const auto& n : group) products += n == "%0" || n == "%4";
+      EXPECT_LE(products, 1) << group;
+    }
+  }
+  EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
+}
+
+}  // namespace
+}  // namespace fusetune

@@ -1,0 +1,168 @@
+// Attention kernels (templates/attention.h) against the reference interpreter: the online
+// softmax must equal softmax-then-matmul at sizes that are not multiples of the key block or of
+// 16 (N = 45, M = 37, head dims 64 and odd), with and without scale and mask steps, with the
+// head-split transposes inlined, every schedule of the space and odd knobs, 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/attention_schedule.h"
+#include "ir/error.h"
+#include "ir/fusion.h"
+#include "ir/interpreter.h"
+#include "ir/text/relay_parser.h"
+#include "worker/codegen/jit.h"
+#include "worker/codegen/kernel_abi.h"
+#include "worker/codegen/runtime/thread_pool.h"
+#include "worker/codegen/templates/attention.h"
+
+namespace fusetune::codegen {
+namespace {
+
+Jit& TheJit() {
+  static Jit jit;
+  return jit;
+}
+
+struct Fixture {
+  Graph graph;
+  FusedGroup group;
+  std::vector<Tensor> values;
+  std::vector<Tensor> inputs;
+};
+
+Fixture Prepare(const std::string& text, const std::vector<std::string>& names) {
+  Fixture f{ParseRelay(text, "test.relay"), {}, {}, {}};
+  std::vector<ValueId> nodes;
+  for (const std::string& n : names) nodes.push_back(f.graph.FindByName(n).value());
+  std::string why;
+  auto group = AnalyzeGroup(f.graph, nodes, &why);
+  EXPECT_TRUE(group.has_value()) << why;
+  if (!group) return f;
+  f.group = *group;
+  EXPECT_TRUE(f.group.Attention());
+  f.values = InterpretAll(f.graph, RandomInputs(f.graph, 11));
+  for (ValueId v : f.group.inputs) f.inputs.push_back(f.values[v]);
+  return f;
+}
+
+double MaxError(const Fixture& f, const Schedule& schedule, int threads) {
+  Jit& jit = TheJit();
+  auto module = jit.NewModule("attn");
+  std::string symbol = jit.UniqueName("attn_group");
+  EmitAttentionKernel(module->module(), f.graph, f.group, schedule, jit.target(), symbol, threads);
+  jit.Verify(*module);
+  jit.Optimize(*module, 3);
+  auto code = jit.Load(std::move(module));
+  auto fn = reinterpret_cast<KernelFn>(code->Lookup(symbol));
+
+  std::vector<void*> buffers;
+  for (const Tensor& t : f.inputs) buffers.push_back(const_cast<void*>(t.data()));
+  EXPECT_EQ(f.group.outputs.size(), 1u);
+  Tensor out(f.graph.value(f.group.outputs[0]).type);
+  for (int64_t i = 0; i < out.size(); ++i) out.Set(i, NAN);  // an unwritten element cannot pass
+  buffers.push_back(out.data());
+  runtime::SetNumThreads(threads);
+  fn(buffers.data());
+  runtime::SetNumThreads(1);
+  const Tensor& want = f.values[f.group.outputs[0]];
+  double worst = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    double e = std::abs(out.Get(i) - want.Get(i));
+    if (std::isnan(e)) return INFINITY;
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+// Every schedule of the space plus knobs that leave remainders everywhere, at 1 and 2 threads.
+void CheckAllSchedules(const Fixture& f) {
+  std::vector<Schedule> schedules = AttentionScheduleSpace(AttentionShapeOf(f.graph, f.group), 2);
+  for (const char* text : {"q_rows=5,k_block=16,rows=3", "q_rows=1,rows=1", "k_block=256,rows=8",
+                           "q_rows=7,k_block=48,rows=2"})
+    schedules.push_back(Schedule::Parse(text));
+  for (const Schedule& s : schedules)
+    for (int threads : {1, 2})
+      EXPECT_LT(MaxError(f, s, threads), 2e-5)
+          << "schedule '" << s.ToString() << "', " << threads << " threads";
+}
+
+// Scores Q·Kᵀ (K as [B, N, D]), scale, additive mask, softmax, times Vᵀ given as [B, E, N].
+std::string Scaled(int b, int m, int n, int d, int e) {
+  return fmt::format(R"(
+fn (%q: Tensor[({0}, {1}, {3}), float32], %k: Tensor[({0}, {2}, {3}), float32],
+    %vt: Tensor[({0}, {4}, {2}), float32], %mask: Tensor[(1, {1}, {2}), float32]) {{
+  %0 = nn.batch_matmul(%q, %k);
+  %1 = multiply(%0, 0.125f);
+  %2 = add(%1, %mask);
+  %3 = nn.softmax(%2, axis=-1);
+  nn.batch_matmul(%3, %vt)
+}})",
+                     b, m, n, d, e);
+}
+
+TEST(AttentionKernel, ScaledMaskedAtOddSizes) {
+  CheckAllSchedules(Prepare(Scaled(3, 37, 45, 64, 64), {"0", "1", "2", "3", "4"}));
+}
+
+TEST(AttentionKernel, OddHeadDimensions) {
+  CheckAllSchedules(Prepare(Scaled(2, 19, 33, 19, 23), {"0", "1", "2", "3", "4"}));
+}
+
+TEST(AttentionKernel, OneQueryAndOneKey) {
+  CheckAllSchedules(Prepare(Scaled(2, 1, 1, 8, 5), {"0", "1", "2", "3", "4"}));
+}
+
+// Large scores: the online rescaling must not overflow where a naive exp would.
+TEST(AttentionKernel, LargeScoresNoScale) {
+  Fixture f = Prepare(R"(
+fn (%q: Tensor[(2, 20, 16), float32], %k: Tensor[(2, 70, 16), float32],
+    %v: Tensor[(2, 70, 24), float32]) {
+  %0 = nn.batch_matmul(%q, %k);
+  %1 = multiply(%0, 40f);
+  %2 = nn.softmax(%1, axis=2);
+  nn.batch_matmul(%2, %v, transpose_b=False)
+})",
+                      {"0", "1", "2", "3"});
+  CheckAllSchedules(f);
+}
+
+// The ONNX BERT import's shape: heads split by reshape + transpose inside the group, Q divided
+// by sqrt(d), K given transposed and V untransposed (transpose_b=False), no scale step.
+TEST(AttentionKernel, OnnxStyleWithHeadSplitPrologue) {
+  Fixture f = Prepare(R"(
+fn (%qkv: Tensor[(29, 1, 144), float32]) {
+  %0 = strided_slice(%qkv, begin=[0], end=[48], strides=[1], axes=[2]);
+  %1 = strided_slice(%qkv, begin=[48], end=[96], strides=[1], axes=[2]);
+  %2 = strided_slice(%qkv, begin=[96], end=[144], strides=[1], axes=[2]);
+  %3 = reshape(%0, newshape=[29, 3, 16]);
+  %4 = transpose(%3, axes=[1, 0, 2]);
+  %5 = reshape(%1, newshape=[29, 3, 16]);
+  %6 = reshape(%2, newshape=[29, 3, 16]);
+  %7 = transpose(%6, axes=[1, 0, 2]);
+  %8 = divide(%4, 4f);
+  %9 = transpose(%5, axes=[1, 2, 0]);
+  %10 = nn.batch_matmul(%8, %9, transpose_b=False);
+  %11 = nn.softmax(%10, axis=2);
+  nn.batch_matmul(%11, %7, transpose_b=False)
+})",
+                      {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"});
+  CheckAllSchedules(f);
+}
+
+TEST(AttentionKernel, BadKnobIsAClearError) {
+  Fixture f = Prepare(Scaled(1, 4, 4, 4, 4), {"0", "1", "2", "3", "4"});
+  try {
+    MaxError(f, Schedule::Parse("k_block=24"), 1);
+    FAIL() << "k_block=24 accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("k_block=24"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fusetune::codegen

@@ -1,0 +1,511 @@
+#include "worker/codegen/templates/attention.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/attention_schedule.h"
+#include "ir/error.h"
+#include "ir/group_expr.h"
+#include "worker/codegen/scalar_lowering.h"
+#include "worker/codegen/templates/matmul_group.h"
+#include "worker/codegen/templates/matmul_leaves.h"
+#include "worker/codegen/templates/matmul_runtime.h"
+#include "worker/codegen/vector_math.h"
+
+namespace fusetune::codegen {
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Function;
+using llvm::Type;
+using llvm::Value;
+using Builder = llvm::IRBuilder<>;
+using Slots = std::vector<Value*>;
+
+constexpr int kLanes = 16;
+
+int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// One operand (Q, K or V) element by element: `row` is the query or key index, `col` the depth
+// (Q, K) or the value column (V). The operand's stored layout decides which coordinate comes
+// first; a prologue inside the group is inlined (ir/group_expr.h).
+class OperandReader {
+ public:
+  OperandReader(const Graph& graph, const FusedGroup& group, const BufferMap& buffers,
+                ValueId value, bool swapped)
+      : graph_(graph), buffers_(buffers), swapped_(swapped) {
+    InlineOptions options;
+    options.stop_at_anchor = false;
+    expr_ =
+        InlineValue(graph, group, value, IdentityCoords(graph.value(value).type.rank()), options);
+  }
+
+  Value* operator()(Builder& b, Value* buffers, Value* bi, Value* row, Value* col) const {
+    std::vector<Value*> coords =
+        swapped_ ? std::vector<Value*>{bi, col, row} : std::vector<Value*>{bi, row, col};
+    std::vector<Value*> args;
+    for (const ExprLeaf& leaf : expr_.leaves) {
+      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
+      Value* base = input ? Base(b, buffers, buffers_.Of(leaf.value)) : nullptr;
+      const Shape shape = input ? graph_.value(leaf.value).type.shape : Shape{};
+      args.push_back(LoadLeafScalar(b, base, leaf, shape, coords));
+    }
+    return ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32);
+  }
+
+  static Value* Base(Builder& b, Value* buffers, int index) {
+    auto* ptr = b.getPtrTy();
+    return b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, index),
+                               llvm::Align(8));
+  }
+
+ private:
+  const Graph& graph_;
+  const BufferMap& buffers_;
+  bool swapped_;
+  InlinedExpr expr_;
+};
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& module, const Graph& graph, const FusedGroup& group,
+          const AttentionTiling& tiling, const TargetInfo& target, const std::string& name)
+      : module_(module),
+        ctx_(module.getContext()),
+        graph_(graph),
+        group_(group),
+        s_(AttentionShapeOf(graph, group)),
+        t_(tiling),
+        target_(target),
+        name_(name),
+        buffers_(group),
+        f32_(Type::getFloatTy(ctx_)),
+        i64_(Type::getInt64Ty(ctx_)),
+        ptr_(llvm::PointerType::get(ctx_, 0)),
+        vec_(llvm::FixedVectorType::get(f32_, kLanes)) {
+    const AttentionNodes& a = group.attention;
+    const fusetune::Value& scores = graph.value(a.scores);
+    const fusetune::Value& out = graph.value(a.output);
+    q_.emplace(graph, group, buffers_, scores.inputs[0], scores.attrs.GetBool("transpose_a"));
+    k_.emplace(graph, group, buffers_, scores.inputs[1], !scores.attrs.GetBool("transpose_b"));
+    v_.emplace(graph, group, buffers_, out.inputs[1], out.attrs.GetBool("transpose_b"));
+    // Operands read straight from a kernel input: K and V are packed by the runtime's vector
+    // transpose, Q rows are read in place; computed ones go element by element.
+    auto direct = [&](ValueId v) {
+      return std::binary_search(group.inputs.begin(), group.inputs.end(), v);
+    };
+    if (direct(scores.inputs[0]) && !scores.attrs.GetBool("transpose_a"))
+      q_direct_ = buffers_.Of(scores.inputs[0]);
+    if (direct(scores.inputs[1])) {
+      k_direct_ = buffers_.Of(scores.inputs[1]);
+      k_swapped_ = !scores.attrs.GetBool("transpose_b");
+    }
+    if (direct(out.inputs[1])) {
+      v_direct_ = buffers_.Of(out.inputs[1]);
+      v_swapped_ = out.attrs.GetBool("transpose_b");
+    }
+    if (!a.chain.empty()) {
+      // The steps between the scores and the softmax, with the scores as the anchor leaf.
+      FusedGroup steps;
+      steps.templ = GroupTemplate::kMatmul;
+      steps.anchor = a.scores;
+      steps.nodes = a.chain;
+      steps.nodes.push_back(a.scores);
+      std::sort(steps.nodes.begin(), steps.nodes.end());
+      chain_ = InlineValue(graph, steps, a.chain.back(), IdentityCoords(3));
+    }
+    e_pad_ = RoundUp(s_.e, kLanes);
+    k_blocks_ = (s_.n + t_.k_block - 1) / t_.k_block;
+    kt_floats_ = RoundUp(k_blocks_ * s_.d * t_.k_block, kLanes);
+    vp_floats_ = RoundUp(s_.n * e_pad_, kLanes);
+    qs_floats_ = RoundUp(t_.q_rows * s_.d, kLanes);
+    p_floats_ = RoundUp(static_cast<int64_t>(t_.rows) * t_.k_block, kLanes);
+  }
+
+  Function* Emit() {
+    Function* pack = EmitPackKV();
+    Function* rows_r = EmitRows(t_.rows);
+    Function* rows_1 = t_.rows > 1 ? EmitRows(1) : rows_r;
+    Function* task = EmitTask(pack, rows_r, rows_1);
+    Function* kernel = NewFunction(name_, Type::getVoidTy(ctx_), {ptr_}, false);
+    Builder b(BasicBlock::Create(ctx_, "entry", kernel));
+    const int64_t tasks = t_.Tasks(s_);
+    if (tasks == 1) {
+      b.CreateCall(task, {kernel->getArg(0), I64(0), I64(1)});
+    } else {
+      llvm::FunctionCallee parallel_for = module_.getOrInsertFunction(
+          "fusetune_parallel_for",
+          llvm::FunctionType::get(Type::getVoidTy(ctx_), {i64_, ptr_, ptr_}, false));
+      b.CreateCall(parallel_for, {I64(tasks), task, kernel->getArg(0)});
+    }
+    b.CreateRetVoid();
+    return kernel;
+  }
+
+ private:
+  Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v); }
+
+  Function* NewFunction(const std::string& name, Type* result, std::vector<Type*> params,
+                        bool internal) {
+    auto* type = llvm::FunctionType::get(result, params, false);
+    Function* f = Function::Create(
+        type, internal ? Function::InternalLinkage : Function::ExternalLinkage, name, module_);
+    f->addFnAttr("target-cpu", target_.cpu);
+    f->addFnAttr("target-features", target_.FeatureString());
+    if (target_.Has("avx512f")) f->addFnAttr("prefer-vector-width", "512");
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    return f;
+  }
+
+  // for (i = start; i < end; i += step) body(i), at the builder's position.
+  void Loop(Builder& b, Value* start, Value* end, int64_t step, const std::string& name,
+            const std::function<void(Builder&, Value*)>& body) {
+    Function* f = b.GetInsertBlock()->getParent();
+    BasicBlock* pre = b.GetInsertBlock();
+    BasicBlock* head = BasicBlock::Create(ctx_, name + ".head", f);
+    BasicBlock* loop = BasicBlock::Create(ctx_, name + ".body", f);
+    BasicBlock* exit = BasicBlock::Create(ctx_, name + ".exit", f);
+    b.CreateBr(head);
+    b.SetInsertPoint(head);
+    llvm::PHINode* i = b.CreatePHI(i64_, 2, name);
+    i->addIncoming(start, pre);
+    b.CreateCondBr(b.CreateICmpSLT(i, end), loop, exit);
+    b.SetInsertPoint(loop);
+    body(b, i);
+    i->addIncoming(b.CreateAdd(i, I64(step), name + ".next", true, true), b.GetInsertBlock());
+    b.CreateBr(head);
+    b.SetInsertPoint(exit);
+  }
+
+  Value* Mask(int lanes) {
+    std::vector<llvm::Constant*> bits;
+    for (int i = 0; i < kLanes; ++i)
+      bits.push_back(llvm::ConstantInt::get(Type::getInt1Ty(ctx_), i < lanes ? 1 : 0));
+    return llvm::ConstantVector::get(bits);
+  }
+
+  Value* FloatAt(Builder& b, Value* base, Value* offset) {
+    return b.CreateInBoundsGEP(f32_, base, offset);
+  }
+
+  // pack(buffers, b, kt, vp): K(b) as [key block][d][k_block] (keys past N zero), V(b) as
+  // [key][e_pad] (columns past E zero).
+  Function* EmitPackKV() {
+    Function* f =
+        NewFunction(name_ + ".pack_kv", Type::getVoidTy(ctx_), {ptr_, i64_, ptr_, ptr_}, true);
+    f->addFnAttr(llvm::Attribute::NoInline);
+    Value *buffers = f->getArg(0), *bi = f->getArg(1), *kt = f->getArg(2), *vp = f->getArg(3);
+    Builder b(BasicBlock::Create(ctx_, "entry", f));
+    const int64_t kb = t_.k_block;
+    Value* zero = llvm::ConstantFP::get(f32_, 0.0);
+    // fusetune_mm_pack_b(src, n_stride, k_stride, n_count, k_count, nr, out): panels of nr
+    // columns, [panel][k][nr], which is K's [key block][d][k_block] with n = key, k = d, and V's
+    // [key][e_pad] with n = e, k = key, nr = e_pad.
+    auto* pack_type = llvm::FunctionType::get(Type::getVoidTy(ctx_),
+                                              {ptr_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    Value* pack_fn = b.CreateIntToPtr(
+        I64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(&fusetune_mm_pack_b))), ptr_);
+    auto matrix = [&](int buffer, int64_t elements) {
+      return FloatAt(b, OperandReader::Base(b, buffers, buffer), b.CreateMul(bi, I64(elements)));
+    };
+    if (k_direct_ >= 0) {
+      // K stored [n][d] (n_stride d) or, swapped, [d][n].
+      b.CreateCall(pack_type, pack_fn,
+                   {matrix(k_direct_, s_.n * s_.d), I64(k_swapped_ ? 1 : s_.d),
+                    I64(k_swapped_ ? s_.n : 1), I64(s_.n), I64(s_.d), I64(kb), kt});
+    }
+    if (v_direct_ >= 0) {
+      // V stored [key][e] (e is n: n_stride 1, k_stride E) or, swapped, [e][key].
+      b.CreateCall(pack_type, pack_fn,
+                   {matrix(v_direct_, s_.n * s_.e), I64(v_swapped_ ? s_.n : 1),
+                    I64(v_swapped_ ? 1 : s_.e), I64(s_.e), I64(s_.n), I64(e_pad_), vp});
+    }
+    if (k_direct_ < 0)
+      Loop(b, I64(0), I64(k_blocks_ * kb), 1, "j", [&](Builder& b, Value* j) {
+        Value* blk = b.CreateUDiv(j, I64(kb));
+        Value* jj = b.CreateURem(j, I64(kb));
+        Value* row = b.CreateAdd(b.CreateMul(blk, I64(s_.d * kb)), jj);
+        Value* valid = b.CreateICmpSLT(j, I64(s_.n));
+        Value* jc = b.CreateSelect(valid, j, I64(0));
+        Loop(b, I64(0), I64(s_.d), 1, "d", [&](Builder& b, Value* d) {
+          Value* x = b.CreateSelect(valid, (*k_)(b, buffers, bi, jc, d), zero);
+          b.CreateStore(x, FloatAt(b, kt, b.CreateAdd(row, b.CreateMul(d, I64(kb)))));
+        });
+      });
+    if (v_direct_ < 0)
+      Loop(b, I64(0), I64(s_.n), 1, "j", [&](Builder& b, Value* j) {
+        Value* row = b.CreateMul(j, I64(e_pad_));
+        Loop(b, I64(0), I64(s_.e), 1, "e", [&](Builder& b, Value* e) {
+          b.CreateStore((*v_)(b, buffers, bi, j, e), FloatAt(b, vp, b.CreateAdd(row, e)));
+        });
+        for (int64_t e = s_.e; e < e_pad_; ++e)
+          b.CreateStore(zero, FloatAt(b, vp, b.CreateAdd(row, I64(e))));
+      });
+    b.CreateRetVoid();
+    return f;
+  }
+
+  // rows_R(buffers, b, m0, qs, kt, vp, pbuf): R query rows m0.. of batch entry b, Q packed at qs.
+  Function* EmitRows(int rows) {
+    Function* f = NewFunction(name_ + ".rows" + std::to_string(rows), Type::getVoidTy(ctx_),
+                              {ptr_, i64_, i64_, ptr_, ptr_, ptr_, ptr_}, true);
+    f->addFnAttr(llvm::Attribute::NoInline);
+    for (int i : {3, 4, 5, 6}) f->addParamAttr(i, llvm::Attribute::NoAlias);
+    Value *buffers = f->getArg(0), *bi = f->getArg(1), *m0 = f->getArg(2), *qs = f->getArg(3),
+          *kt = f->getArg(4), *vp = f->getArg(5), *pbuf = f->getArg(6);
+    Builder b(BasicBlock::Create(ctx_, "entry", f));
+    const int ev = static_cast<int>(e_pad_ / kLanes);
+    // Running max, sum and output rows: allocas with constant indices, promoted to registers.
+    Slots m_run = NewSlots(b, f32_, rows, "m"), l_run = NewSlots(b, f32_, rows, "l");
+    Slots o_run = NewSlots(b, vec_, rows * ev, "o");
+    for (int r = 0; r < rows; ++r) {
+      b.CreateStore(llvm::ConstantFP::getInfinity(f32_, true), m_run[r]);
+      b.CreateStore(llvm::ConstantFP::get(f32_, 0.0), l_run[r]);
+      for (int e = 0; e < ev; ++e)
+        b.CreateStore(llvm::Constant::getNullValue(vec_), o_run[r * ev + e]);
+    }
+    const int64_t kb = t_.k_block;
+    const int64_t full = s_.n / kb, tail = s_.n % kb;
+    auto block = [&](Builder& b, Value* blk, int64_t count) {
+      BlockBody(b, buffers, bi, m0, qs, kt, vp, pbuf, blk, count, rows, m_run, l_run, o_run);
+    };
+    if (full > 0)
+      Loop(b, I64(0), I64(full), 1, "blk", [&](Builder& b, Value* blk) { block(b, blk, kb); });
+    if (tail > 0) block(b, I64(full), tail);
+    // out[b, m0 + r, :] = o / l
+    Value* out_base = OperandReader::Base(b, buffers, buffers_.Of(group_.attention.output));
+    for (int r = 0; r < rows; ++r) {
+      Value* l = b.CreateLoad(f32_, l_run[r]);
+      Value* inv = b.CreateVectorSplat(kLanes, b.CreateFDiv(llvm::ConstantFP::get(f32_, 1.0), l));
+      Value* row = b.CreateAdd(b.CreateMul(bi, I64(s_.m)), b.CreateAdd(m0, I64(r)));
+      for (int e = 0; e < ev; ++e) {
+        Value* o = b.CreateLoad(vec_, o_run[r * ev + e]);
+        Value* p = FloatAt(b, out_base, b.CreateAdd(b.CreateMul(row, I64(s_.e)), I64(e * kLanes)));
+        const int64_t lanes = std::min<int64_t>(kLanes, s_.e - e * kLanes);
+        b.CreateMaskedStore(b.CreateFMul(o, inv), p, llvm::Align(4), Mask(static_cast<int>(lanes)));
+      }
+    }
+    b.CreateRetVoid();
+    return f;
+  }
+
+  // One key block of `count` keys (count <= k_block) for `rows` query rows.
+  void BlockBody(Builder& b, Value* buffers, Value* bi, Value* m0, Value* qs, Value* kt, Value* vp,
+                 Value* pbuf, Value* blk, int64_t count, int rows, const Slots& m_run,
+                 const Slots& l_run, const Slots& o_run) {
+    const int64_t kb = t_.k_block;
+    const int sv = static_cast<int>((count + kLanes - 1) / kLanes);
+    const int ev = static_cast<int>(e_pad_ / kLanes);
+    const int tail_lanes = static_cast<int>(count - (sv - 1) * kLanes);
+    Value* tail_mask = tail_lanes < kLanes ? Mask(tail_lanes) : nullptr;
+    Value* k0 = b.CreateMul(blk, I64(kb));
+    Value* kt_blk = FloatAt(b, kt, b.CreateMul(blk, I64(s_.d * kb)));
+    llvm::Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::fma, {vec_});
+
+    // s[r][v] = sum_d q[r][d] * K[k0 + v*16 + lane][d]
+    Slots s_acc = NewSlots(b, vec_, rows * sv, "s");
+    for (Value* slot : s_acc) b.CreateStore(llvm::Constant::getNullValue(vec_), slot);
+    Loop(b, I64(0), I64(s_.d), 1, "d", [&](Builder& b, Value* d) {
+      std::vector<Value*> kv(sv);
+      Value* krow = FloatAt(b, kt_blk, b.CreateMul(d, I64(kb)));
+      for (int v = 0; v < sv; ++v)
+        kv[v] = b.CreateAlignedLoad(vec_, b.CreateConstInBoundsGEP1_64(f32_, krow, v * kLanes),
+                                    llvm::Align(64));
+      for (int r = 0; r < rows; ++r) {
+        Value* q = b.CreateLoad(f32_, FloatAt(b, qs, b.CreateAdd(I64(r * s_.d), d)));
+        Value* qv = b.CreateVectorSplat(kLanes, q);
+        for (int v = 0; v < sv; ++v) {
+          Value* slot = s_acc[r * sv + v];
+          b.CreateStore(b.CreateCall(fma, {qv, kv[v], b.CreateLoad(vec_, slot)}), slot);
+        }
+      }
+    });
+
+    Value* neg_inf = llvm::ConstantFP::getInfinity(f32_, true);
+    for (int r = 0; r < rows; ++r) {
+      std::vector<Value*> x(sv);
+      Value* m = b.CreateAdd(m0, I64(r));
+      for (int v = 0; v < sv; ++v) {
+        x[v] = b.CreateLoad(vec_, s_acc[r * sv + v]);
+        Value* lane_mask = v == sv - 1 ? tail_mask : nullptr;
+        if (chain_)
+          x[v] = ApplyChain(b, buffers, bi, m, b.CreateAdd(k0, I64(v * kLanes)), x[v], lane_mask);
+        if (lane_mask) x[v] = b.CreateSelect(lane_mask, x[v], b.CreateVectorSplat(kLanes, neg_inf));
+      }
+      // Online softmax: the new running max, the factor for what was accumulated before it.
+      Value* mv = x[0];
+      for (int v = 1; v < sv; ++v) mv = b.CreateMaxNum(mv, x[v]);
+      Value* m_slot = m_run[r];
+      Value* m_old = b.CreateLoad(f32_, m_slot);
+      Value* m_new = b.CreateMaxNum(m_old, b.CreateFPMaxReduce(mv));
+      Value* alpha = EmitExp(b, b.CreateFSub(m_old, m_new));
+      Value* m_splat = b.CreateVectorSplat(kLanes, m_new);
+      Value* sum = nullptr;
+      for (int v = 0; v < sv; ++v) {
+        Value* p = EmitExp(b, b.CreateFSub(x[v], m_splat));
+        b.CreateAlignedStore(p, FloatAt(b, pbuf, I64(r * kb + v * kLanes)), llvm::Align(64));
+        sum = sum ? b.CreateFAdd(sum, p) : p;
+      }
+      Value* l_slot = l_run[r];
+      Value* sum_scalar = b.CreateFAddReduce(llvm::ConstantFP::get(f32_, 0.0), sum);
+      llvm::cast<llvm::Instruction>(sum_scalar)->setFast(true);
+      b.CreateStore(b.CreateFAdd(b.CreateFMul(b.CreateLoad(f32_, l_slot), alpha), sum_scalar),
+                    l_slot);
+      b.CreateStore(m_new, m_slot);
+      Value* alpha_v = b.CreateVectorSplat(kLanes, alpha);
+      for (int e = 0; e < ev; ++e) {
+        Value* slot = o_run[r * ev + e];
+        b.CreateStore(b.CreateFMul(b.CreateLoad(vec_, slot), alpha_v), slot);
+      }
+    }
+
+    // o[r][:] += sum_j p[r][j] * V[k0 + j][:]
+    Loop(b, I64(0), I64(count), 1, "j", [&](Builder& b, Value* j) {
+      Value* vrow = FloatAt(b, vp, b.CreateMul(b.CreateAdd(k0, j), I64(e_pad_)));
+      std::vector<Value*> vv(ev);
+      for (int e = 0; e < ev; ++e)
+        vv[e] = b.CreateLoad(vec_, b.CreateConstInBoundsGEP1_64(f32_, vrow, e * kLanes));
+      for (int r = 0; r < rows; ++r) {
+        Value* p = b.CreateLoad(f32_, FloatAt(b, pbuf, b.CreateAdd(I64(r * kb), j)));
+        Value* pv = b.CreateVectorSplat(kLanes, p);
+        for (int e = 0; e < ev; ++e) {
+          Value* slot = o_run[r * ev + e];
+          b.CreateStore(b.CreateCall(fma, {pv, vv[e], b.CreateLoad(vec_, slot)}), slot);
+        }
+      }
+    });
+  }
+
+  // The element-wise steps applied to 16 scores of row m, keys j0 + lane.
+  Value* ApplyChain(Builder& b, Value* buffers, Value* bi, Value* m, Value* j0, Value* scores,
+                    Value* mask) {
+    std::vector<Value*> coords{bi, m, nullptr};
+    std::vector<Value*> args;
+    for (const ExprLeaf& leaf : chain_->leaves) {
+      if (leaf.kind == ExprLeaf::Kind::kAnchor) {
+        args.push_back(scores);
+        continue;
+      }
+      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
+      Value* base = input ? OperandReader::Base(b, buffers, buffers_.Of(leaf.value)) : nullptr;
+      const Shape shape = input ? graph_.value(leaf.value).type.shape : Shape{};
+      args.push_back(LoadLeafRow(b, base, leaf, shape, coords, j0, mask));
+    }
+    Value* out = ConvertTo(b, LowerScalarExpr(b, chain_->expr, args), DType::kFloat32);
+    return Splat(b, out, kLanes);
+  }
+
+  // `count` scalar slots in the function's entry block: mem2reg keeps them in registers.
+  Slots NewSlots(Builder& b, Type* type, int count, const std::string& name) {
+    Function* f = b.GetInsertBlock()->getParent();
+    Builder entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+    Slots slots;
+    for (int i = 0; i < count; ++i)
+      slots.push_back(entry.CreateAlloca(type, nullptr, name + std::to_string(i)));
+    return slots;
+  }
+
+  // task(buffers, begin, end): tasks numbered (b, query block), query block fastest, so a
+  // thread's consecutive tasks share the packed K and V of one batch entry.
+  Function* EmitTask(Function* pack, Function* rows_r, Function* rows_1) {
+    Function* f = NewFunction(name_ + ".task", Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, true);
+    Value *buffers = f->getArg(0), *begin = f->getArg(1), *end = f->getArg(2);
+    Builder b(BasicBlock::Create(ctx_, "entry", f));
+    const int64_t bytes = 4 * (kt_floats_ + vp_floats_ + qs_floats_ + p_floats_);
+    auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
+    Value* scratch_fn = b.CreateIntToPtr(
+        I64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(&fusetune_mm_scratch))), ptr_);
+    Value* kt = b.CreateCall(scratch_type, scratch_fn, {I64(bytes)}, "scratch");
+    Value* vp = b.CreateConstInBoundsGEP1_64(f32_, kt, kt_floats_);
+    Value* qs = b.CreateConstInBoundsGEP1_64(f32_, vp, vp_floats_);
+    Value* pbuf = b.CreateConstInBoundsGEP1_64(f32_, qs, qs_floats_);
+    Value* packed = b.CreateAlloca(i64_, nullptr, "packed");
+    b.CreateStore(I64(-1), packed);
+    const int64_t q_blocks = (s_.m + t_.q_rows - 1) / t_.q_rows;
+    const int rows = t_.rows;
+    Loop(b, begin, end, 1, "t", [&](Builder& b, Value* t) {
+      Value* bi = b.CreateUDiv(t, I64(q_blocks));
+      Value* m_start = b.CreateMul(b.CreateURem(t, I64(q_blocks)), I64(t_.q_rows));
+      // K and V of this batch entry, unless this thread packed them for its previous task.
+      Function* fn = b.GetInsertBlock()->getParent();
+      BasicBlock* do_pack = BasicBlock::Create(ctx_, "pack", fn);
+      BasicBlock* after = BasicBlock::Create(ctx_, "packed", fn);
+      b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(i64_, packed), bi), do_pack, after);
+      b.SetInsertPoint(do_pack);
+      b.CreateCall(pack, {buffers, bi, kt, vp});
+      b.CreateStore(bi, packed);
+      b.CreateBr(after);
+      b.SetInsertPoint(after);
+      Value* count = b.CreateSub(I64(s_.m), m_start);
+      count = b.CreateSelect(b.CreateICmpSLT(count, I64(t_.q_rows)), count, I64(t_.q_rows));
+      Value* q_rows = qs;
+      if (q_direct_ >= 0) {
+        // Q's rows in place: [b][m][d].
+        q_rows = FloatAt(b, OperandReader::Base(b, buffers, q_direct_),
+                         b.CreateMul(b.CreateAdd(b.CreateMul(bi, I64(s_.m)), m_start), I64(s_.d)));
+      } else {
+        Loop(b, I64(0), count, 1, "qr", [&](Builder& b, Value* r) {
+          Value* m = b.CreateAdd(m_start, r);
+          Loop(b, I64(0), I64(s_.d), 1, "qd", [&](Builder& b, Value* d) {
+            b.CreateStore((*q_)(b, buffers, bi, m, d),
+                          FloatAt(b, qs, b.CreateAdd(b.CreateMul(r, I64(s_.d)), d)));
+          });
+        });
+      }
+      Value* whole = b.CreateMul(b.CreateUDiv(count, I64(rows)), I64(rows));
+      Loop(b, I64(0), whole, rows, "g", [&](Builder& b, Value* g) {
+        b.CreateCall(rows_r, {buffers, bi, b.CreateAdd(m_start, g),
+                              FloatAt(b, q_rows, b.CreateMul(g, I64(s_.d))), kt, vp, pbuf});
+      });
+      Loop(b, whole, count, 1, "g1", [&](Builder& b, Value* g) {
+        b.CreateCall(rows_1, {buffers, bi, b.CreateAdd(m_start, g),
+                              FloatAt(b, q_rows, b.CreateMul(g, I64(s_.d))), kt, vp, pbuf});
+      });
+    });
+    b.CreateRetVoid();
+    return f;
+  }
+
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  const Graph& graph_;
+  const FusedGroup& group_;
+  AttentionShape s_;
+  AttentionTiling t_;
+  const TargetInfo& target_;
+  std::string name_;
+  BufferMap buffers_;
+  Type* f32_;
+  Type* i64_;
+  llvm::PointerType* ptr_;
+  llvm::FixedVectorType* vec_;
+  std::optional<OperandReader> q_, k_, v_;
+  int q_direct_ = -1, k_direct_ = -1, v_direct_ = -1;  // buffer of an operand read as it is
+  bool k_swapped_ = false, v_swapped_ = false;
+  std::optional<InlinedExpr> chain_;
+  int64_t e_pad_ = 0, k_blocks_ = 0, kt_floats_ = 0, vp_floats_ = 0, qs_floats_ = 0, p_floats_ = 0;
+};
+
+}  // namespace
+
+llvm::Function* EmitAttentionKernel(llvm::Module& module, const Graph& graph,
+                                    const FusedGroup& group, const Schedule& schedule,
+                                    const TargetInfo& target, const std::string& symbol,
+                                    int threads) {
+  FT_CHECK(group.Attention(), "not an attention group");
+  const AttentionTiling tiling =
+      ResolveAttentionTiling(AttentionShapeOf(graph, group), schedule, threads);
+  return Emitter(module, graph, group, tiling, target, symbol).Emit();
+}
+
+}  // namespace fusetune::codegen

@@ -1,0 +1,42 @@
+#pragma once
+// The attention template (ir/attention_pattern.h): out = softmax(chain(Q·Kᵀ)) · V as one kernel
+// that never writes the score matrix (flash-attention's online softmax, on a CPU):
+//
+//   kernel(buffers)                      fusetune_parallel_for(tasks, task, buffers)
+//   task(buffers, begin, end)            a task = (batch entry b, block of q_rows queries)
+//     pack K(b), V(b) -> thread scratch    K as [key block][d][k_block], V as [key][e padded to
+//                                          16]; skipped when this thread's previous task packed b
+//                                          (the operands' prologue is evaluated here)
+//     pack the task's Q rows
+//     rows_<R>(..) per R queries          R = `rows`, then single rows for the remainder
+//   rows_R(b, m0, q, k, v, p)            for each key block j0 (k_block keys, masked tail):
+//     s[r][:] = q[r] · K[j0..]             R x k_block/16 accumulators, K vectors reused R times
+//     s = chain(s) (scale, mask)           the element-wise steps, read at (b, m0 + r, j0 + lane)
+//     mx = max(m, max s); a = exp(m - mx)  online softmax: rescale what is accumulated so far
+//     p = exp(s - mx); l = l a + sum p
+//     o[r][:] = o a + sum_j p[j] V[j0+j]   p goes through a small buffer to be broadcast
+//   out[b, m0 + r, :] = o / l
+//
+// The schedule's knobs are ir/attention_schedule.h's (q_rows, k_block, rows).
+#include <string>
+
+#include "ir/fusion.h"
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "worker/codegen/target.h"
+
+namespace llvm {
+class Function;
+class Module;
+}  // namespace llvm
+
+namespace fusetune::codegen {
+
+// Emits `void symbol(void** buffers)` (kernel_abi.h) for an attention group into `module`.
+// Throws UserError on a bad schedule knob.
+llvm::Function* EmitAttentionKernel(llvm::Module& module, const Graph& graph,
+                                    const FusedGroup& group, const Schedule& schedule,
+                                    const TargetInfo& target, const std::string& symbol,
+                                    int threads);
+
+}  // namespace fusetune::codegen
