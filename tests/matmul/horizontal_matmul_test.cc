@@ -13,6 +13,7 @@
 #include "ir/interpreter.h"
 #include "ir/matmul_schedule.h"
 #include "ir/text/relay_parser.h"
+#include "tests/matmul/group_fixture.h"
 #include "worker/codegen/jit.h"
 #include "worker/codegen/kernel_abi.h"
 #include "worker/codegen/runtime/thread_pool.h"
@@ -21,30 +22,12 @@
 namespace fusetune::codegen {
 namespace {
 
-Jit& TheJit() {
-  static Jit jit;
-  return jit;
-}
-
-struct Fixture {
-  Graph graph;
-  FusedGroup group;
-  std::vector<Tensor> values;
-  std::vector<Tensor> inputs;
-};
+using test::TheJit;
+using Fixture = test::GroupFixture;
 
 Fixture Prepare(const std::string& text, const std::vector<std::string>& names) {
-  Fixture f{ParseRelay(text, "test.relay"), {}, {}, {}};
-  std::vector<ValueId> nodes;
-  for (const std::string& n : names) nodes.push_back(f.graph.FindByName(n).value());
-  std::string why;
-  auto group = AnalyzeGroup(f.graph, nodes, &why);
-  EXPECT_TRUE(group.has_value()) << why;
-  if (!group) return f;
-  f.group = *group;
+  Fixture f = test::PrepareGroup(text, names, 7);
   EXPECT_TRUE(f.group.Horizontal());
-  f.values = InterpretAll(f.graph, RandomInputs(f.graph, 7));
-  for (ValueId v : f.group.inputs) f.inputs.push_back(f.values[v]);
   return f;
 }
 
