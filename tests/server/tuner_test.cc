@@ -430,30 +430,30 @@ const char* kQkv =
   (%1, %3, %5)
 })";
 
-bool AnyHorizontal(const Graph& g, const std::vector<PlanGroup>& plan) {
-  for (const PlanGroup& pg : plan)
-    if (AnalyzeGroup(g, pg.nodes)->Horizontal()) return true;
-  return false;
-}
-
-TEST_F(TunerTest, AHorizontalPlanIsStoredAndServedAndNoHorizontalAvoidsIt) {
-  // Under the bytes model one kernel reading %x once beats three: the search picks the
-  // horizontal group, stores it, and a later request is answered with it from the store (a
-  // reopened file), its groups mapped back onto the graph.
-  Graph g = ParseRelay(kQkv, "qkv.relay");
+// A plan whose one group is of a kind no rule makes (`is_kind`) is searched, stored and served
+// from a reopened file, its groups mapped back onto the graph; a request that switches the kind
+// off (`off`) searches a space without it and leaves the stored plan alone.
+void ExpectAKindStoredServedAndSwitchable(const std::filesystem::path& path, const Graph& g,
+                                          size_t group_nodes, const TuneOptions& off,
+                                          bool (*is_kind)(const FusedGroup&)) {
+  auto any_of_kind = [&](const std::vector<PlanGroup>& plan) {
+    for (const PlanGroup& pg : plan)
+      if (is_kind(*AnalyzeGroup(g, pg.nodes))) return true;
+    return false;
+  };
   std::vector<PlanGroup> stored;
   {
-    db::Database database(path_.string());
+    db::Database database(path.string());
     db::Cache store(database);
     ModelBackend backend;
     TuneReport r = Tune(g, {}, store, backend);
     ASSERT_EQ(r.regions.size(), 1u);
     ASSERT_EQ(r.regions[0].plan.size(), 1u);
-    EXPECT_EQ(r.regions[0].plan[0].nodes.size(), 6u);
-    EXPECT_TRUE(AnyHorizontal(g, r.regions[0].plan));
+    EXPECT_EQ(r.regions[0].plan[0].nodes.size(), group_nodes);
+    EXPECT_TRUE(any_of_kind(r.regions[0].plan));
     stored = r.regions[0].plan;
   }
-  db::Database database(path_.string());
+  db::Database database(path.string());
   db::Cache store(database);
   ModelBackend backend;
   TuneReport again = Tune(g, {}, store, backend);
@@ -462,22 +462,26 @@ TEST_F(TunerTest, AHorizontalPlanIsStoredAndServedAndNoHorizontalAvoidsIt) {
   EXPECT_TRUE(again.regions[0].cached);
   ASSERT_EQ(again.regions[0].plan.size(), 1u);
   EXPECT_EQ(again.regions[0].plan[0].nodes, stored[0].nodes);
-  Plan plan{"tuned", again.regions[0].plan};
-  ValidatePlan(g, plan);
+  EXPECT_EQ(again.regions[0].plan[0].schedule, stored[0].schedule);
+  ValidatePlan(g, Plan{"tuned", again.regions[0].plan});
 
-  // --no-horizontal: the stored plan does not honour the request, so it searches; no group of
-  // its plan is horizontal, and its plan does not replace the stored one.
-  TuneOptions off;
-  off.search.horizontal = false;
   TuneReport apart = Tune(g, off, store, backend);
   for (const RegionReport& region : apart.regions) {
     EXPECT_FALSE(region.cached);
-    EXPECT_FALSE(AnyHorizontal(g, region.plan));
+    EXPECT_FALSE(any_of_kind(region.plan));
   }
   TuneReport after = Tune(g, {}, store, backend);
   ASSERT_EQ(after.regions.size(), 1u);
   EXPECT_TRUE(after.regions[0].cached);
   EXPECT_EQ(after.regions[0].plan[0].nodes, stored[0].nodes);
+}
+
+TEST_F(TunerTest, AHorizontalPlanIsStoredAndServedAndNoHorizontalAvoidsIt) {
+  // Under the bytes model one kernel reading %x once beats three.
+  TuneOptions off;
+  off.search.horizontal = false;
+  ExpectAKindStoredServedAndSwitchable(path_, ParseRelay(kQkv, "qkv.relay"), 6, off,
+                                       [](const FusedGroup& g) { return g.Horizontal(); });
 }
 
 const char* kAttention =
@@ -490,52 +494,12 @@ const char* kAttention =
   nn.batch_matmul(%3, %vt)
 })";
 
-bool AnyAttention(const Graph& g, const std::vector<PlanGroup>& plan) {
-  for (const PlanGroup& pg : plan)
-    if (AnalyzeGroup(g, pg.nodes)->Attention()) return true;
-  return false;
-}
-
 TEST_F(TunerTest, AnAttentionPlanIsStoredAndServedAndNoAttentionAvoidsIt) {
-  // Under the bytes model one kernel that never writes the scores beats every split: the search
-  // picks the attention group, stores it, and a later request (a reopened file) is answered
-  // with it; --no-attention searches a space without it and leaves the stored plan alone.
-  Graph g = ParseRelay(kAttention, "attention.relay");
-  std::vector<PlanGroup> stored;
-  {
-    db::Database database(path_.string());
-    db::Cache store(database);
-    ModelBackend backend;
-    TuneReport r = Tune(g, {}, store, backend);
-    ASSERT_EQ(r.regions.size(), 1u);
-    ASSERT_EQ(r.regions[0].plan.size(), 1u);
-    EXPECT_EQ(r.regions[0].plan[0].nodes.size(), 5u);
-    EXPECT_TRUE(AnyAttention(g, r.regions[0].plan));
-    stored = r.regions[0].plan;
-  }
-  db::Database database(path_.string());
-  db::Cache store(database);
-  ModelBackend backend;
-  TuneReport again = Tune(g, {}, store, backend);
-  EXPECT_EQ(backend.jobs_run, 0);
-  ASSERT_EQ(again.regions.size(), 1u);
-  EXPECT_TRUE(again.regions[0].cached);
-  ASSERT_EQ(again.regions[0].plan.size(), 1u);
-  EXPECT_EQ(again.regions[0].plan[0].nodes, stored[0].nodes);
-  EXPECT_EQ(again.regions[0].plan[0].schedule, stored[0].schedule);
-  ValidatePlan(g, Plan{"tuned", again.regions[0].plan});
-
+  // Under the bytes model one kernel that never writes the scores beats every split.
   TuneOptions off;
   off.search.attention = false;
-  TuneReport apart = Tune(g, off, store, backend);
-  for (const RegionReport& region : apart.regions) {
-    EXPECT_FALSE(region.cached);
-    EXPECT_FALSE(AnyAttention(g, region.plan));
-  }
-  TuneReport after = Tune(g, {}, store, backend);
-  ASSERT_EQ(after.regions.size(), 1u);
-  EXPECT_TRUE(after.regions[0].cached);
-  EXPECT_EQ(after.regions[0].plan[0].nodes, stored[0].nodes);
+  ExpectAKindStoredServedAndSwitchable(path_, ParseRelay(kAttention, "attention.relay"), 5, off,
+                                       [](const FusedGroup& g) { return g.Attention(); });
 }
 
 }  // namespace
