@@ -39,8 +39,9 @@ size_t ExpectWholeSpaceMatches(const Case& c) {
   for (int threads : {1, 2}) {
     std::vector<Schedule> space = ScheduleSpace(graph, *group, threads);
     most = std::max(most, space.size());
-    if (c.templ != GroupTemplate::kMatmul)  // (matmul spaces spell their default's knobs)
+    if (c.templ != GroupTemplate::kMatmul) {  // (matmul spaces spell their default's knobs)
       EXPECT_EQ(space[0], Schedule{}) << "the default comes first";
+    }
     for (const Schedule& s : space) {
       for (const GroupResult& r : CheckGroups(graph, {names}, c.tol, threads, 3, s))
         EXPECT_TRUE(r.ok) << r.group << " schedule '" << s.ToString() << "' at " << threads
