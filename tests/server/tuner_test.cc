@@ -147,7 +147,9 @@ TEST_F(TunerTest, NeverFuseKeepsAnOpAloneAndDoesNotOverwriteTheStoredPlan) {
   }
   EXPECT_EQ(where_groups, 1);
   for (const PlanGroup& pg : r.tuned_plan.groups)
-    if (pg.nodes.size() > 1) EXPECT_EQ(g.value(pg.nodes.back()).op->name, "ones_like");
+    if (pg.nodes.size() > 1) {
+      EXPECT_EQ(g.value(pg.nodes.back()).op->name, "ones_like");
+    }
   // The unrestricted plan is still the one stored.
   TuneReport again = Tune(g, {}, store, backend);
   EXPECT_TRUE(again.regions[0].cached);
