@@ -34,32 +34,10 @@ Fixture Prepare(const std::string& text, const std::vector<std::string>& names) 
 }
 
 double MaxError(const Fixture& f, const Schedule& schedule, int threads) {
-  Jit& jit = TheJit();
-  auto module = jit.NewModule("attn");
-  std::string symbol = jit.UniqueName("attn_group");
-  EmitAttentionKernel(module->module(), f.graph, f.group, schedule, jit.target(), symbol, threads);
-  jit.Verify(*module);
-  jit.Optimize(*module, 3);
-  auto code = jit.Load(std::move(module));
-  auto fn = reinterpret_cast<KernelFn>(code->Lookup(symbol));
-
-  std::vector<void*> buffers;
-  for (const Tensor& t : f.inputs) buffers.push_back(const_cast<void*>(t.data()));
   EXPECT_EQ(f.group.outputs.size(), 1u);
-  Tensor out(f.graph.value(f.group.outputs[0]).type);
-  for (int64_t i = 0; i < out.size(); ++i) out.Set(i, NAN);  // an unwritten element cannot pass
-  buffers.push_back(out.data());
-  runtime::SetNumThreads(threads);
-  fn(buffers.data());
-  runtime::SetNumThreads(1);
-  const Tensor& want = f.values[f.group.outputs[0]];
-  double worst = 0;
-  for (int64_t i = 0; i < want.size(); ++i) {
-    double e = std::abs(out.Get(i) - want.Get(i));
-    if (std::isnan(e)) return INFINITY;
-    worst = std::max(worst, e);
-  }
-  return worst;
+  return test::KernelMaxError(f, threads, [&](auto& module, const std::string& symbol) {
+    EmitAttentionKernel(module, f.graph, f.group, schedule, TheJit().target(), symbol, threads);
+  });
 }
 
 // Every schedule of the space plus knobs that leave remainders everywhere, at 1 and 2 threads.

@@ -4,13 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/fusion.h"
 #include "ir/interpreter.h"
 #include "ir/text/relay_parser.h"
 #include "worker/codegen/jit.h"
+#include "worker/codegen/kernel_abi.h"
+#include "worker/codegen/runtime/thread_pool.h"
 
 namespace fusetune::codegen::test {
 
@@ -40,6 +45,44 @@ inline GroupFixture PrepareGroup(const std::string& text, const std::vector<std:
   f.values = InterpretAll(f.graph, RandomInputs(f.graph, seed));
   for (ValueId v : f.group.inputs) f.inputs.push_back(f.values[v]);
   return f;
+}
+
+// Compiles the group with `emit(module, symbol)` (a template's Emit...Kernel), runs it at
+// `threads` and returns the largest |kernel - reference| over its outputs. Float outputs are
+// poisoned first, so an element the kernel never writes cannot pass.
+template <class Emit>
+double KernelMaxError(const GroupFixture& f, int threads, Emit emit) {
+  Jit& jit = TheJit();
+  auto module = jit.NewModule("group");
+  std::string symbol = jit.UniqueName("group_kernel");
+  emit(module->module(), symbol);
+  jit.Verify(*module);
+  jit.Optimize(*module, 3);
+  auto code = jit.Load(std::move(module));
+  auto fn = reinterpret_cast<KernelFn>(code->Lookup(symbol));
+
+  std::vector<Tensor> outputs;
+  std::vector<void*> buffers;
+  for (const Tensor& t : f.inputs) buffers.push_back(const_cast<void*>(t.data()));
+  for (ValueId v : f.group.outputs) {
+    outputs.emplace_back(f.graph.value(v).type);
+    if (outputs.back().dtype() == DType::kFloat32)
+      for (int64_t i = 0; i < outputs.back().size(); ++i) outputs.back().Set(i, NAN);
+    buffers.push_back(outputs.back().data());
+  }
+  runtime::SetNumThreads(threads);
+  fn(buffers.data());
+  runtime::SetNumThreads(1);
+  double worst = 0;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const Tensor& want = f.values[f.group.outputs[o]];
+    for (int64_t i = 0; i < want.size(); ++i) {
+      double e = std::abs(outputs[o].Get(i) - want.Get(i));
+      if (std::isnan(e)) return INFINITY;
+      worst = std::max(worst, e);
+    }
+  }
+  return worst;
 }
 
 }  // namespace fusetune::codegen::test

@@ -33,40 +33,10 @@ Fixture Prepare(const std::string& text, const std::vector<std::string>& names) 
   return f;
 }
 
-// Compiles the group at `schedule` and returns the largest |kernel - reference| over its outputs.
 double MaxError(const Fixture& f, const Schedule& schedule, int threads) {
-  Jit& jit = TheJit();
-  auto module = jit.NewModule("mm");
-  std::string symbol = jit.UniqueName("mm_group");
-  EmitMatmulKernel(module->module(), f.graph, f.group, schedule, jit.target(), symbol, threads);
-  jit.Verify(*module);
-  jit.Optimize(*module, 3);
-  auto code = jit.Load(std::move(module));
-  auto fn = reinterpret_cast<KernelFn>(code->Lookup(symbol));
-
-  std::vector<Tensor> outputs;
-  std::vector<void*> buffers;
-  for (const Tensor& t : f.inputs) buffers.push_back(const_cast<void*>(t.data()));
-  for (ValueId v : f.group.outputs) {
-    outputs.emplace_back(f.graph.value(v).type);
-    // Poison float outputs so an element the kernel never writes cannot pass.
-    if (outputs.back().dtype() == DType::kFloat32)
-      for (int64_t i = 0; i < outputs.back().size(); ++i) outputs.back().Set(i, NAN);
-    buffers.push_back(outputs.back().data());
-  }
-  runtime::SetNumThreads(threads);
-  fn(buffers.data());
-  runtime::SetNumThreads(1);
-  double worst = 0;
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    const Tensor& want = f.values[f.group.outputs[o]];
-    for (int64_t i = 0; i < want.size(); ++i) {
-      double e = std::abs(outputs[o].Get(i) - want.Get(i));
-      if (std::isnan(e)) return INFINITY;
-      worst = std::max(worst, e);
-    }
-  }
-  return worst;
+  return test::KernelMaxError(f, threads, [&](auto& module, const std::string& symbol) {
+    EmitMatmulKernel(module, f.graph, f.group, schedule, TheJit().target(), symbol, threads);
+  });
 }
 
 std::string T(std::vector<int64_t> shape, const char* dtype = "float32") {
