@@ -14,15 +14,9 @@ namespace {
 
 using testing::RunFusetune;
 using testing::TempDb;
+using testing::WriteTempFile;
 
 const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
-
-std::string WriteFile(const std::string& stem, const std::string& text) {
-  auto path = std::filesystem::temp_directory_path() /
-              ("fusetune_" + stem + "_" + std::to_string(::getpid()));
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 // Sizes that are not multiples of 16 or of the key block.
 const char* kAttention =
@@ -37,8 +31,8 @@ const char* kAttention =
 )";
 
 TEST(AttentionCli, APlanFileWithAnAttentionGroupRunsAndIsChecked) {
-  const std::string graph = WriteFile("attn.relay", kAttention);
-  const std::string plan = WriteFile(
+  const std::string graph = WriteTempFile("attn.relay", kAttention);
+  const std::string plan = WriteTempFile(
       "attn_plan.json",
       R"({"groups":[{"nodes":["%0","%1","%2","%3","%4"],"schedule":"k_block=16,rows=3"}]})");
   for (const char* threads : {"1", "2"}) {
@@ -56,8 +50,8 @@ TEST(AttentionCli, APlanFileWithAnAttentionGroupRunsAndIsChecked) {
 
   // A knob the template does not accept is refused, naming it.
   const std::string bad =
-      WriteFile("attn_bad.json",
-                R"({"groups":[{"nodes":["%0","%1","%2","%3","%4"],"schedule":"k_block=24"}]})");
+      WriteTempFile("attn_bad.json",
+                    R"({"groups":[{"nodes":["%0","%1","%2","%3","%4"],"schedule":"k_block=24"}]})");
   auto refused = RunFusetune("run --plan " + bad + " " + graph);
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("k_block"), std::string::npos) << refused.err;
@@ -65,7 +59,7 @@ TEST(AttentionCli, APlanFileWithAnAttentionGroupRunsAndIsChecked) {
 
 TEST(AttentionCli, NoAttentionNeverPutsBothProductsInOneKernel) {
   TempDb db("attention_cli");
-  const std::string graph = WriteFile("attn_tune.relay", kAttention);
+  const std::string graph = WriteTempFile("attn_tune.relay", kAttention);
   auto tune = RunFusetune("tune --local --json --no-attention --db " + db.path() + kFast + graph);
   ASSERT_EQ(tune.exit_code, 0) << tune.err;
   auto j = nlohmann::json::parse(tune.out);

@@ -14,15 +14,9 @@ namespace {
 
 using testing::RunFusetune;
 using testing::TempDb;
+using testing::WriteTempFile;
 
 const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
-
-std::string WriteFile(const std::string& stem, const std::string& text) {
-  auto path = std::filesystem::temp_directory_path() /
-              ("fusetune_" + stem + "_" + std::to_string(::getpid()));
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 // Widths that are not multiples of 16, so parts meet inside a register tile's padding.
 const char* kQkv =
@@ -38,8 +32,8 @@ const char* kQkv =
 )";
 
 TEST(HorizontalCli, APlanFileWithAHorizontalGroupRunsAndIsChecked) {
-  const std::string graph = WriteFile("qkv.relay", kQkv);
-  const std::string plan = WriteFile(
+  const std::string graph = WriteTempFile("qkv.relay", kQkv);
+  const std::string plan = WriteTempFile(
       "qkv_plan.json", R"({"groups":[{"nodes":["%0","%1","%2","%3","%4"],"schedule":""}]})");
   auto run = RunFusetune("run --json --repeat 2 --threads 2 --plan " + plan + " " + graph);
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -49,7 +43,7 @@ TEST(HorizontalCli, APlanFileWithAHorizontalGroupRunsAndIsChecked) {
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
 
   // Two adds that share no edge are not siblings: refused, saying why.
-  const std::string bad = WriteFile(
+  const std::string bad = WriteTempFile(
       "qkv_bad.json",
       R"({"groups":[{"nodes":["%0"]},{"nodes":["%1","%3"]},{"nodes":["%2"]},{"nodes":["%4"]}]})");
   auto refused = RunFusetune("run --plan " + bad + " " + graph);
@@ -59,7 +53,7 @@ TEST(HorizontalCli, APlanFileWithAHorizontalGroupRunsAndIsChecked) {
 
 TEST(HorizontalCli, NoHorizontalNeverPutsTwoDensesInOneKernel) {
   TempDb db("horizontal_cli");
-  const std::string graph = WriteFile("qkv_tune.relay", kQkv);
+  const std::string graph = WriteTempFile("qkv_tune.relay", kQkv);
   auto tune = RunFusetune("tune --local --json --no-horizontal --db " + db.path() + kFast + graph);
   ASSERT_EQ(tune.exit_code, 0) << tune.err;
   auto j = nlohmann::json::parse(tune.out);

@@ -24,6 +24,14 @@ inline std::string Slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
+// `text` in a file of this process's own under the temporary directory; returns its path.
+inline std::string WriteTempFile(const std::string& stem, const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("fusetune_" + stem + "_" + std::to_string(::getpid()));
+  std::ofstream(path) << text;
+  return path.string();
+}
+
 // `env` is prepended to the command line ("A=1 B=2"), so it applies to this run only.
 inline CommandResult RunFusetune(const std::string& args, const std::string& env = "") {
   static int counter = 0;
