@@ -17,6 +17,7 @@
 #include "ir/error.h"
 #include "ir/group_expr.h"
 #include "worker/codegen/scalar_lowering.h"
+#include "worker/codegen/templates/matmul_emit.h"
 #include "worker/codegen/templates/matmul_group.h"
 #include "worker/codegen/templates/matmul_leaves.h"
 #include "worker/codegen/templates/matmul_runtime.h"
@@ -167,24 +168,9 @@ class Emitter {
     return f;
   }
 
-  // for (i = start; i < end; i += step) body(i), at the builder's position.
   void Loop(Builder& b, Value* start, Value* end, int64_t step, const std::string& name,
             const std::function<void(Builder&, Value*)>& body) {
-    Function* f = b.GetInsertBlock()->getParent();
-    BasicBlock* pre = b.GetInsertBlock();
-    BasicBlock* head = BasicBlock::Create(ctx_, name + ".head", f);
-    BasicBlock* loop = BasicBlock::Create(ctx_, name + ".body", f);
-    BasicBlock* exit = BasicBlock::Create(ctx_, name + ".exit", f);
-    b.CreateBr(head);
-    b.SetInsertPoint(head);
-    llvm::PHINode* i = b.CreatePHI(i64_, 2, name);
-    i->addIncoming(start, pre);
-    b.CreateCondBr(b.CreateICmpSLT(i, end), loop, exit);
-    b.SetInsertPoint(loop);
-    body(b, i);
-    i->addIncoming(b.CreateAdd(i, I64(step), name + ".next", true, true), b.GetInsertBlock());
-    b.CreateBr(head);
-    b.SetInsertPoint(exit);
+    EmitCountedLoop(b, start, end, step, name, body);
   }
 
   Value* Mask(int lanes) {

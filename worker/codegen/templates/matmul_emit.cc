@@ -39,22 +39,7 @@ Value* Emitter::RuntimeFn(void* address, MatmulBuilder& b) {
 void Emitter::EmitLoop(MatmulBuilder& b, Value* start, Value* end, int64_t step,
                        const std::string& name,
                        const std::function<void(MatmulBuilder&, Value*)>& body) {
-  Function* f = b.GetInsertBlock()->getParent();
-  BasicBlock* pre = b.GetInsertBlock();
-  BasicBlock* head = BasicBlock::Create(ctx_, name + ".head", f);
-  BasicBlock* loop = BasicBlock::Create(ctx_, name + ".body", f);
-  BasicBlock* exit = BasicBlock::Create(ctx_, name + ".exit", f);
-  b.CreateBr(head);
-  b.SetInsertPoint(head);
-  llvm::PHINode* i = b.CreatePHI(i64_, 2, name);
-  i->addIncoming(start, pre);
-  b.CreateCondBr(b.CreateICmpSLT(i, end), loop, exit);
-  b.SetInsertPoint(loop);
-  body(b, i);
-  Value* next = b.CreateAdd(i, I64(step), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
-  i->addIncoming(next, b.GetInsertBlock());
-  b.CreateBr(head)->setMetadata(llvm::LLVMContext::MD_loop, NoUnroll());
-  b.SetInsertPoint(exit);
+  EmitCountedLoop(b, start, end, step, name, body, NoUnroll());
 }
 
 // Loop metadata that keeps O3 from unrolling a loop: the driver's loops have constant trip
@@ -338,6 +323,30 @@ Function* Emitter::Emit() {
 
 using llvm::Type;
 using llvm::Value;
+
+void EmitCountedLoop(MatmulBuilder& b, Value* start, Value* end, int64_t step,
+                     const std::string& name,
+                     const std::function<void(MatmulBuilder&, Value*)>& body,
+                     llvm::MDNode* loop_md) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, name + ".head", f);
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx, name + ".body", f);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx, name + ".exit", f);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, name);
+  i->addIncoming(start, pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, end), loop, exit);
+  b.SetInsertPoint(loop);
+  body(b, i);
+  Value* next = b.CreateAdd(i, b.getInt64(step), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
+  i->addIncoming(next, b.GetInsertBlock());
+  llvm::BranchInst* back = b.CreateBr(head);
+  if (loop_md) back->setMetadata(llvm::LLVMContext::MD_loop, loop_md);
+  b.SetInsertPoint(exit);
+}
 
 MatmulOperand OperandA(const MatmulLayout& l, int buffer, bool batch_broadcast) {
   MatmulOperand op;

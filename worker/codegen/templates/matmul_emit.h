@@ -25,6 +25,7 @@
 
 namespace llvm {
 class Function;
+class MDNode;
 class Module;
 class Value;
 class ConstantFolder;
@@ -125,5 +126,12 @@ llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc&
 // Load/store helpers shared with epilogues: a float pointer to buffers[index] + offset floats.
 llvm::Value* BufferElementPtr(MatmulBuilder& builder, llvm::Value* buffers, int index,
                               llvm::Value* offset);
+
+// for (i = start; i < end; i += step) body(i), at the builder's position (i64 counter); a
+// `loop_md` marks the back edge (e.g. llvm.loop.unroll.disable).
+void EmitCountedLoop(MatmulBuilder& b, llvm::Value* start, llvm::Value* end, int64_t step,
+                     const std::string& name,
+                     const std::function<void(MatmulBuilder&, llvm::Value*)>& body,
+                     llvm::MDNode* loop_md = nullptr);
 
 }  // namespace fusetune::codegen
