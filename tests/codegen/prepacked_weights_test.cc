@@ -22,6 +22,7 @@
 #include "ir/schedule_space.h"
 #include "worker/codegen/compile.h"
 #include "worker/codegen/jit.h"
+#include "worker/codegen/kernel_abi.h"
 #include "worker/codegen/runtime/thread_pool.h"
 #include "worker/executor.h"
 #include "worker/output_check.h"
@@ -216,10 +217,11 @@ TEST(PrepackedWeights, BoundKernelReadsItsCopyUntilBoundAgain) {
 TEST(PrepackedWeights, CopiesArePerBoundPointer) {
   Kernel k(WeightedProduct(1, 8, 48, 40, false), WithWpack(Schedule{}), 2);
   const int wi = k.WeightIndex();
-  // Six weight tensors (more than the slots) bound in turn, each then run: every run is right,
-  // whether its copy survived or it packs per call after being evicted.
+  // Two more weight tensors than the slots bound in turn, as a deep model binds one kernel to
+  // every layer's weights, each then run: every run is right, whether its copy survived or it
+  // packs per call after being evicted.
   std::vector<Tensor> weights;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < codegen::kBoundWeightSlots + 2; ++i) {
     weights.push_back(Tensor(k.inputs[wi].type()));
     std::memcpy(weights.back().data(), k.inputs[wi].data(),
                 static_cast<size_t>(k.inputs[wi].type().NumBytes()));
@@ -230,16 +232,31 @@ TEST(PrepackedWeights, CopiesArePerBoundPointer) {
   }
   for (Tensor& w : weights) {
     k.buffers[wi] = w.data();
-    EXPECT_LT(k.Error(2), 1e-5);
+    ASSERT_LT(k.Error(2), 1e-5);
   }
-  // The last four hold their copies: zeroing one of them behind its pointer does not show.
-  for (int64_t i = 0; i < weights[5].size(); ++i) weights[5].Set(i, 0.0);
-  k.buffers[wi] = weights[5].data();
-  EXPECT_LT(k.Error(2), 1e-5);
+  auto zero_and_run = [&](Tensor& w) {
+    for (int64_t i = 0; i < w.size(); ++i) w.Set(i, 0.0);
+    k.buffers[wi] = w.data();
+    return k.Error(2);
+  };
+  auto output_is_zero = [&] {
+    for (int64_t i = 0; i < k.outputs[0].size(); ++i)
+      if (k.outputs[0].Get(i) != 0.0) return false;
+    return true;
+  };
+  // Every binding but the first two (evicted by the last two) holds its copy: zeroing the
+  // weights behind its pointer does not show, in the table's middle (a 12-layer model's 36th
+  // Q/K/V binding) and at its end.
+  EXPECT_LT(zero_and_run(weights[35]), 1e-5);
+  EXPECT_LT(zero_and_run(weights[codegen::kBoundWeightSlots + 1]), 1e-5);
+  // The evicted first binding packs per call: it reads its zeroed weights.
+  zero_and_run(weights[0]);
+  EXPECT_TRUE(output_is_zero());
   // Unbinding frees the copy: the kernel then reads the (zeroed) weights themselves.
+  k.buffers[wi] = weights[35].data();
   k.kernel->Unbind(k.buffers.data());
   k.Error(2);
-  for (int64_t i = 0; i < k.outputs[0].size(); ++i) ASSERT_EQ(k.outputs[0].Get(i), 0.0);
+  EXPECT_TRUE(output_is_zero());
 }
 
 TEST(PrepackedWeights, PacksPerCallWhereAnotherKernelComputesB) {

@@ -2,9 +2,10 @@
 // The packed copies of a wpack kernel's weights (kernel_abi.h, "Weights packed at bind time"):
 // packing is setup, done once when the kernel is bound to its inputs, not inside every call, as
 // ONNX Runtime and oneDNN pack constant weights at session creation. One copy per bound B pointer,
-// up to kBoundWeightSlots (one kernel shared by several plans through the kernel cache keeps
-// each plan's copy); a fifth binding reuses the oldest slot, whose plan then packs per call again
-// (right, only slower). The copies belong to one compiled kernel, i.e. to one group, schedule and
+// up to kBoundWeightSlots: one kernel serves every group with its signature and schedule (every
+// layer of a deep model, and several plans through the kernel cache), each with its own copy.
+// A binding past the slots reuses the oldest, whose user then packs per call again (right, only
+// slower). The copies belong to one compiled kernel, i.e. to one group, schedule and
 // thread count, so a kernel never reads a copy packed for another schedule or shape.
 #include <cstdint>
 #include <cstdlib>

@@ -30,6 +30,7 @@ namespace fusetune::codegen {
 
 using KernelFn = void (*)(void** buffers);
 using KernelBindFn = void (*)(void** buffers, float* packed, int64_t slot);
-inline constexpr int kBoundWeightSlots = 4;
+// One slot per weight a kernel is bound to: a 12-layer BERT binds its Q, K and V kernel 36 times.
+inline constexpr int kBoundWeightSlots = 256;
 
 }  // namespace fusetune::codegen

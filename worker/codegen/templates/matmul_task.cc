@@ -241,15 +241,23 @@ void Emitter::EmitBindTables() {
 }
 
 Value* Emitter::BoundPacked(MatmulBuilder& b, Value* b_base) {
-  Value* found = llvm::Constant::getNullValue(ptr_);
-  for (int s = 0; s < kBoundWeightSlots; ++s) {
-    Value* src = b.CreateLoad(
-        ptr_, b.CreateConstInBoundsGEP2_64(bound_src_->getValueType(), bound_src_, 0, s));
-    Value* copy = b.CreateLoad(
-        ptr_, b.CreateConstInBoundsGEP2_64(bound_packed_->getValueType(), bound_packed_, 0, s));
-    found = b.CreateSelect(b.CreateICmpEQ(src, b_base), copy, found);
-  }
-  return found;
+  // A loop over the table, not a select per slot: a deep model binds one kernel to every layer's
+  // weights, so the table is long and mostly empty. In a function of its own, so the task's
+  // entry block stays one block.
+  Function* lookup = NewFunction(d_.name + ".bound_lookup", ptr_, {ptr_}, true);
+  MatmulBuilder lb(BasicBlock::Create(ctx_, "entry", lookup));
+  Value* found = lb.CreateAlloca(ptr_, nullptr, "found");
+  lb.CreateStore(llvm::Constant::getNullValue(ptr_), found);
+  EmitLoop(lb, I64(0), I64(kBoundWeightSlots), 1, "slot", [&](MatmulBuilder& lb, Value* s) {
+    Value* src = lb.CreateLoad(
+        ptr_, lb.CreateInBoundsGEP(bound_src_->getValueType(), bound_src_, {I64(0), s}));
+    Value* copy = lb.CreateLoad(
+        ptr_, lb.CreateInBoundsGEP(bound_packed_->getValueType(), bound_packed_, {I64(0), s}));
+    Value* match = lb.CreateICmpEQ(src, lookup->getArg(0));
+    lb.CreateStore(lb.CreateSelect(match, copy, lb.CreateLoad(ptr_, found)), found);
+  });
+  lb.CreateRet(lb.CreateLoad(ptr_, found));
+  return b.CreateCall(lookup->getFunctionType(), lookup, {b_base}, "bound");
 }
 
 // bind(buffers, packed, slot): every block of B packed by the same runtime function the
