@@ -109,17 +109,28 @@ struct Shape {
   }
 };
 
-const std::vector<Shape>& Shapes() {
-  static const std::vector<Shape> shapes{
-      {"dense 128x768x2304 (QKV)", 1, 128, 768, 2304, true},
-      {"dense 128x768x768 (out proj)", 1, 128, 768, 768, true},
-      {"dense 128x768x3072 (FFN 1)", 1, 128, 768, 3072, true},
-      {"dense 128x3072x768 (FFN 2)", 1, 128, 3072, 768, true},
-      {"bmm 12x128x64x128 (Q.K^T)", 12, 128, 64, 128, true},
-      {"bmm 12x128x128x64 (P.V)", 12, 128, 128, 64, false},
-      {"dense 512x512x512", 1, 512, 512, 512, true},
-      {"dense 1024x1024x1024", 1, 1024, 1024, 1024, true},
-  };
+// The BERT-base layer's GEMMs at sequence length s (one sequence: M = s), then the squares.
+std::vector<Shape> Shapes(const GemmOptions& options) {
+  const std::vector<int64_t>& seqs = options.seqs;
+  std::vector<Shape> shapes;
+  for (int64_t s : seqs) {
+    auto name = [s](const char* kind, int64_t b, int64_t k, int64_t n, const char* what) {
+      return b == 1 ? fmt::format("{} {}x{}x{} ({})", kind, s, k, n, what)
+                    : fmt::format("{} {}x{}x{}x{} ({})", kind, b, s, k, n, what);
+    };
+    shapes.push_back({name("dense", 1, 768, 2304, "QKV"), 1, s, 768, 2304, true});
+    shapes.push_back({name("dense", 1, 768, 768, "out proj"), 1, s, 768, 768, true});
+    shapes.push_back({name("dense", 1, 768, 3072, "FFN 1"), 1, s, 768, 3072, true});
+    shapes.push_back({name("dense", 1, 3072, 768, "FFN 2"), 1, s, 3072, 768, true});
+    shapes.push_back({name("bmm", 12, 64, s, "Q.K^T"), 12, s, 64, s, true});
+    shapes.push_back({name("bmm", 12, s, 64, "P.V"), 12, s, s, 64, false});
+  }
+  for (auto [m, k, n] : options.denses)
+    shapes.push_back({fmt::format("dense {}x{}x{}", m, k, n), 1, m, k, n, true});
+  if (options.squares) {
+    shapes.push_back({"dense 512x512x512", 1, 512, 512, 512, true});
+    shapes.push_back({"dense 1024x1024x1024", 1, 1024, 1024, 1024, true});
+  }
   return shapes;
 }
 
@@ -131,8 +142,9 @@ struct Row {
   std::string best_schedule;
 };
 
-void PrintRows(int threads, const std::vector<Row>& rows, bool sweep) {
-  std::printf("\n%d thread(s): GFLOP/s (%% of the FMA peak of the same rounds)\n", threads);
+void PrintRows(int threads, const std::vector<Row>& rows, bool sweep, bool use_min) {
+  std::printf("\n%d thread(s): GFLOP/s (%% of the FMA peak of the same rounds)%s\n", threads,
+              use_min ? ", fastest round of each" : "");
   std::printf("  %-30s %7s %15s %15s", "shape", "peak", "ours default", "ours wpack");
   if (sweep) std::printf(" %15s", "ours best");
   std::printf(" %15s %15s %12s\n", "OpenBLAS", "oneDNN", "ours/best peer");
@@ -206,7 +218,7 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
   auto peak_kernel = FastestPeak(jit);
   for (int t : options.threads) {
     std::vector<Row> rows;
-    for (const Shape& shape : Shapes()) {
+    for (const Shape& shape : Shapes(options)) {
       if (shape.name.find(options.only) == std::string::npos) continue;
       PeakRun peak{peak_kernel.get(), t};
       std::vector<std::unique_ptr<PlanRunner>> plans;
@@ -268,7 +280,11 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
           cands.push_back(Ours(s.ToString(), t, plans.back().get()));
         }
       }
-      Compare(cands, sweep ? 5 : 9, sweep ? 15 : 30);
+      const int rounds = options.rounds > 0 ? options.rounds : sweep ? 5 : 9;
+      // min: one call per round (a repeat shorter than any call), many rounds.
+      Compare(cands, rounds, options.use_min ? 0.001 : sweep ? 15 : 30);
+      if (options.use_min)
+        for (Candidate& c : cands) c.median_us = c.min_us;
       const double flops = shape.Flops();
       Row row;
       row.shape = shape.name;
@@ -300,7 +316,7 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
       rows.push_back(row);
     }
     if (rows.empty()) continue;
-    PrintRows(t, rows, sweep);
+    PrintRows(t, rows, sweep, options.use_min);
   }
 }
 
