@@ -16,6 +16,7 @@
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/matmul_schedule.h"
+#include "ir/schedule_space.h"
 #include "tests/matmul/group_fixture.h"
 #include "worker/codegen/compile.h"
 #include "worker/codegen/runtime/thread_pool.h"
@@ -61,7 +62,7 @@ FusedGroup OnlyNode(const Graph& graph) {
 double BoundAndUnboundError(const Graph& graph, const FusedGroup& group, const Schedule& s,
                             int threads) {
   auto kernel = CompileGroup(graph, group, s, TheJit(), {.threads = threads});
-  EXPECT_TRUE(kernel->packs_weights_ahead()) << s.ToString();
+  EXPECT_EQ(kernel->packs_weights_ahead(), s.Get("wpack", 0) == 1) << s.ToString();
   std::vector<Tensor> values = InterpretAll(graph, RandomInputs(graph, 9));
   std::vector<void*> buffers;
   for (ValueId v : group.inputs) buffers.push_back(values[v].data());
@@ -115,6 +116,22 @@ TEST(WpackKBlocks, NextBlockStreamedAgreesWithReference) {
                 << " " << s.ToString() << " at " << threads << " threads";
           }
         }
+  }
+}
+
+// Every schedule of the space of a K large enough for the longer k block (1500: blocks of 500
+// by default, of 750 with it), with and without wpack.
+TEST(WpackKBlocks, EveryScheduleOfTheSpaceAtLargeK) {
+  Graph graph = WeightedProduct(1, 9, 40, 1500, true);
+  const FusedGroup group = OnlyNode(graph);
+  for (int threads : {1, 2}) {
+    int long_kc = 0;
+    for (const Schedule& s : ScheduleSpace(graph, group, threads)) {
+      long_kc += s.Get("kc", 0) == 750;
+      EXPECT_LT(BoundAndUnboundError(graph, group, s, threads), 1e-4)
+          << s.ToString() << " at " << threads << " threads";
+    }
+    EXPECT_GT(long_kc, 0);
   }
 }
 
