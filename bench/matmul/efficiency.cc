@@ -29,25 +29,26 @@ namespace {
 // About a millisecond of FMAs per thread and call (16 chains: 8 cycles per iteration).
 constexpr int64_t kPeakIters = 400000;
 
-// The peak kernel on `threads` threads of fusetune's pool, one range of kPeakIters each: the
-// pool the matmul kernels run on, so a busy second core lowers both alike.
+// The peak kernel on `threads` threads of fusetune's pool, one range of `iters` iterations each:
+// the pool the matmul kernels run on, so a busy second core lowers both alike.
 struct PeakRun {
   const codegen::FmaPeakKernel* kernel;
   int threads;
+  int64_t iters = kPeakIters;
   volatile float sink = 0;
 
   static void Range(void* ctx, int64_t begin, int64_t end) {
     auto* self = static_cast<PeakRun*>(ctx);
-    for (int64_t i = begin; i < end; ++i) self->sink = self->kernel->Run(kPeakIters);
+    for (int64_t i = begin; i < end; ++i) self->sink = self->kernel->Run(self->iters);
   }
   void Call() {
     if (threads == 1) {
-      sink = kernel->Run(kPeakIters);
+      sink = kernel->Run(iters);
     } else {
       fusetune_parallel_for(threads, &PeakRun::Range, this);
     }
   }
-  double Flops() const { return threads * kPeakIters * kernel->FlopsPerIter(); }
+  double Flops() const { return threads * iters * kernel->FlopsPerIter(); }
 };
 
 Candidate PeakCandidate(PeakRun* run) {
@@ -236,7 +237,12 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
     std::vector<Row> rows;
     for (const Shape& shape : Shapes(options)) {
       if (shape.name.find(options.only) == std::string::npos) continue;
+      // The peak does the shape's FLOPs: its calls last as long as the kernel's, so a shared
+      // machine's interruptions hit both alike (with --stat min a shorter call would more
+      // often catch an undisturbed window).
       PeakRun peak{peak_kernel.get(), t};
+      peak.iters = std::max<int64_t>(
+          1000, static_cast<int64_t>(shape.Flops() / t / peak_kernel->FlopsPerIter()));
       std::vector<std::unique_ptr<PlanRunner>> plans;
       plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
       plans.back()->Add(jit, shape.Nodes(), t);
