@@ -2,6 +2,8 @@
 // GEMM efficiency: fusetune's matmul kernels as a fraction of the core's FMA peak, the peak
 // measured by a JIT kernel of our own (worker/codegen/fma_peak.h) in the same round-robin rounds
 // as the kernels, beside OpenBLAS's and oneDNN's sgemm on the same shapes.
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,13 @@ struct GemmOptions {
   std::vector<Schedule> extra;  // also these schedules (--schedule mr=12,nr=32,...)
   std::string only;             // shapes whose name contains this ("" = all)
   std::vector<int> threads{1, 2};
+  std::vector<int64_t> seqs{128};  // BERT's sequence lengths: M of the denses, S of the bmms
+  bool squares = true;             // also dense 512^3 and 1024^3
+  std::vector<std::array<int64_t, 3>> denses;  // also these dense M x K x N (--dense)
+  // "median" of the rounds (drift hits all alike), or "min": the fastest round, each round
+  // a single call, which on a shared machine is the closest to an undisturbed core.
+  bool use_min = false;
+  int rounds = 0;  // 0: the default (9; 5 with a sweep)
 };
 
 // The BERT layer's GEMM shapes and square 512 / 1024: ours at the default schedule (and the

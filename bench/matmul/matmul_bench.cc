@@ -1,32 +1,8 @@
 // matmul_bench: fusetune's matmul kernels against oneDNN's sgemm, timed in the same run
 // (round-robin repeats, medians; see timing.h). Every kernel is compiled from a Relay graph
-// through CompileGroup, the path the worker uses.
-//
-//   matmul_bench [--sweep] [--openblas-coretype NAME] [peak] [gemm] [bmm] [seed] [dense] [compile]
-//                [--only SHAPE] [--threads N] [--schedule k=v,k=v ...] [asm] [asm-dense]
-//                (no section: all but asm, asm-dense)
-//
-// gemm     the BERT layer's GEMM shapes (its four denses, both batch_matmuls) and square 512 /
-//          1024 at 1 and 2 threads: GFLOP/s and % of the FMA peak measured in the same rounds,
-//          beside OpenBLAS (dlopen'd with OPENBLAS_CORETYPE=SkylakeX, OpenBLAS 0.3.21's best
-//          kernels for an AVX-512 CPU it does not know; --openblas-coretype '' keeps the
-//          environment's) and oneDNN sgemm.
-//          --sweep: also the best schedule of MatmulScheduleSpace per shape; --schedule
-//          (repeatable): also these; --only: shapes whose name contains SHAPE; --threads: one
-//          thread count.
-// bmm      batch_matmul [12,S,64]·[12,S,64]ᵀ, S = 128, 256, 512, B packing inside the timed call:
-//          1 thread vs oneDNN at 1 thread; 2 threads vs the better of oneDNN at 2 threads and two
-//          1-thread oneDNN calls splitting the batch (an OpenMP region of 2). --sweep: every
-//          schedule of the space too.
-// seed     batch_matmul + ones_like + where at S=256 fused in one kernel, vs our batch_matmul
-//          alone and vs our unfused plan (3 kernels).
-// dense    nn.dense [128,768]·[3072,768]ᵀ + bias + tanh-GELU fused, vs our unfused plan (11
-//          kernels), our dense alone, and oneDNN sgemm + a plain C++ epilogue loop (one pass,
-//          std::tanh); numpy's epilogue alone is timed in a subprocess when python3-numpy exists.
-// peak     the core's FMA peak: a JIT kernel of independent FMA chains (worker/codegen/fma_peak.h)
-//          at 1 and 2 threads, several chain counts, and a C++ intrinsics cross-check
-// compile  lowering / O3 / codegen times of the benchmark kernels (median of 5).
+// through CompileGroup, the path the worker uses. `matmul_bench --help` lists the options.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -307,8 +283,64 @@ void PrintAssembly(Jit& jit, bool dense) {
   std::printf("%s\n", jit.Assembly(*module).c_str());
 }
 
+constexpr const char* kUsage = R"(usage: matmul_bench [SECTION...] [OPTIONS]
+
+Sections (none: all but asm, asm-dense):
+  peak      the core's FMA peak: a JIT kernel of independent FMA chains (worker/codegen/fma_peak.h)
+            at 1 and 2 threads, several chain counts, and a C++ intrinsics cross-check
+  gemm      the BERT layer's GEMM shapes (its four denses, both batch_matmuls) at each --seqs
+            length, and square 512 / 1024, at 1 and 2 threads: GFLOP/s and % of the FMA peak
+            measured in the same rounds; "ours default" is the default schedule (B packed in the
+            call), "ours wpack" the same with the weights packed at bind; beside OpenBLAS
+            (dlopen'd with OPENBLAS_CORETYPE=SkylakeX, 0.3.21's best kernels for an AVX-512 CPU it
+            does not know) and oneDNN sgemm
+  bmm       batch_matmul [12,S,64]x[12,S,64]^T, S = 128, 256, 512, vs oneDNN
+  seed      batch_matmul + ones_like + where at S=256 fused in one kernel, vs ours unfused
+  dense     nn.dense [128,768]x[3072,768]^T + bias + tanh-GELU fused, vs unfused and oneDNN
+  compile   lowering / O3 / codegen times of the benchmark kernels (median of 5)
+  asm, asm-dense   print the seed's / the dense's assembly
+
+Options (gemm unless said):
+  --sweep               also every schedule of MatmulScheduleSpace (gemm, bmm, seed), fastest first
+  --schedule K=V,...    also this schedule (repeatable), e.g. --schedule mr=5,kc=512,wpack=1
+  --only TEXT           only shapes whose name contains TEXT, e.g. "FFN 2"
+  --threads N           only N threads (default: 1 and 2)
+  --seqs S,S,...        sequence lengths of the BERT shapes (default 128)
+  --dense MxKxN         also this dense (x[M,K] . w[N,K]^T; repeatable)
+  --no-squares          leave out dense 512^3 and 1024^3
+  --stat median|min     median of the rounds (default), or the fastest round with one call per
+                        round: on a shared machine the closest to an undisturbed core
+  --rounds N            rounds per candidate (default 9; 5 with --sweep or --schedule)
+  --openblas-coretype NAME   OPENBLAS_CORETYPE for OpenBLAS ('' keeps the environment's)
+  --help                this text
+)";
+
 }  // namespace
 }  // namespace fusetune::bench
+
+namespace {
+
+const std::set<std::string> kSections{"peak",  "gemm",    "bmm", "seed",
+                                      "dense", "compile", "asm", "asm-dense"};
+
+int Usage(const std::string& error) {
+  std::fprintf(stderr, "matmul_bench: %s\n%s", error.c_str(), fusetune::bench::kUsage);
+  return 2;
+}
+
+std::vector<std::string> Split(const std::string& list) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    parts.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return parts;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace fusetune::bench;
@@ -327,10 +359,36 @@ int main(int argc, char** argv) {
       gemm.threads = {std::atoi(argv[++i])};
     } else if (std::strcmp(argv[i], "--schedule") == 0 && i + 1 < argc) {
       gemm.extra.push_back(fusetune::Schedule::Parse(argv[++i]));
+    } else if (std::strcmp(argv[i], "--seqs") == 0 && i + 1 < argc) {
+      gemm.seqs.clear();
+      for (const std::string& s : Split(argv[++i])) gemm.seqs.push_back(std::atoll(s.c_str()));
+    } else if (std::strcmp(argv[i], "--dense") == 0 && i + 1 < argc) {
+      std::array<int64_t, 3> mkn{};
+      if (std::sscanf(argv[++i], "%ldx%ldx%ld", &mkn[0], &mkn[1], &mkn[2]) != 3 || mkn[0] <= 0 ||
+          mkn[1] <= 0 || mkn[2] <= 0)
+        return Usage(fmt::format("--dense takes MxKxN, e.g. 128x3072x768; got '{}'", argv[i]));
+      gemm.denses.push_back(mkn);
+    } else if (std::strcmp(argv[i], "--no-squares") == 0) {
+      gemm.squares = false;
+    } else if (std::strcmp(argv[i], "--stat") == 0 && i + 1 < argc) {
+      std::string stat = argv[++i];
+      if (stat != "min" && stat != "median") return Usage("--stat takes median or min");
+      gemm.use_min = stat == "min";
+    } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+      gemm.rounds = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("%s", kUsage);
+      return 0;
+    } else if (argv[i][0] == '-') {
+      return Usage(fmt::format("unknown option '{}'", argv[i]));
+    } else if (!kSections.count(argv[i])) {
+      return Usage(fmt::format("unknown section '{}'", argv[i]));
     } else {
       sections.insert(argv[i]);
     }
   }
+  for (int64_t s : gemm.seqs)
+    if (s <= 0) return Usage("--seqs takes positive sequence lengths, e.g. 128,256");
   auto want = [&](const char* s) { return sections.empty() || sections.count(s); };
   // Start the pool's worker before any timed call (see tests/matmul: a worker that starts after the
   // first job is posted can miss it).

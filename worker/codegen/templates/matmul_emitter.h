@@ -68,7 +68,9 @@ class Emitter {
       const int64_t panels = (t_.nc + t_.nr - 1) / t_.nr;
       packed_block_floats_ = panels * t_.nr * t_.kc;
       packed_batches_ = d_.b.batch_stride == 0 ? 1 : l_.batch;
-      prefetch_next_ = prefetch_next_ || (t_.pb && k_blocks_ == 1 && t_.ku > 1);
+      // Bound, every next block is contiguous, k blocks or not: the next k block of the same n
+      // block follows this one in the copy (K = 3072 has six: BERT's FFN 2).
+      prefetch_next_ = prefetch_next_ || (t_.pb && t_.ku > 1);
     }
     FT_CHECK(k_blocks_ == 1 || d_.acc_buffer >= 0,
              "matmul: k blocks need a float32 output for partial sums");

@@ -82,19 +82,21 @@ Function* Emitter::EmitTask() {
     Value* a_batch = b.CreateInBoundsGEP(f32_, a_base, b.CreateMul(bi, I64(d_.a.batch_stride)));
     Value* b_batch = b.CreateInBoundsGEP(f32_, b_base, b.CreateMul(bi, I64(d_.b.batch_stride)));
     Value* row_base = b.CreateMul(bi, I64(l_.m));
-    // The B block of this thread's next task (when it packs another one), else the scratch: the
-    // tiles' prefetches then hit in cache and cost nothing.
+    // The B block of this thread's next task (when it packs or reads another one), else the
+    // scratch: the tiles' prefetches then hit in cache and cost nothing.
     Value* next_block = scratch;
     if (prefetch_next_) {
       Value* next = b.CreateAdd(t, I64(1));
       Value* nq = b.CreateSDiv(next, I64(m_blocks));
-      Value* has_next = b.CreateAnd(b.CreateICmpSLT(next, end), b.CreateICmpNE(nq, q));
+      // With k blocks every task starts again at block 0, whichever n block it has.
+      Value* other_block = k_blocks_ > 1 ? llvm::ConstantInt::getTrue(ctx_) : b.CreateICmpNE(nq, q);
+      Value* has_next = b.CreateAnd(b.CreateICmpSLT(next, end), other_block);
       Value* nnb = b.CreateSRem(nq, I64(n_blocks));
       Value* nn0 = b.CreateMul(nnb, I64(nc));
       Value* nbi = b.CreateSDiv(nq, I64(n_blocks));
-      // Unbound, the raw B block is streamed only where it is contiguous ([n][k]).
+      // Unbound, the raw B block is streamed only where it is contiguous ([n][k], all of K).
       Value* src = scratch;
-      if (d_.b.k_stride == 1 && d_.b.row_stride == l_.k && !d_.b.compute) {
+      if (k_blocks_ == 1 && d_.b.k_stride == 1 && d_.b.row_stride == l_.k && !d_.b.compute) {
         src = b.CreateGEP(f32_, b_base,
                           b.CreateAdd(b.CreateMul(nbi, I64(d_.b.batch_stride)),
                                       b.CreateMul(nn0, I64(d_.b.row_stride))));
@@ -121,6 +123,18 @@ Function* Emitter::EmitTask() {
         Value* block_bound =
             b.CreateInBoundsGEP(f32_, bound, PackedBlockOffset(b, bi, nb, kb), "bound_block");
         block = b.CreateSelect(is_bound, block_bound, scratch);
+      }
+      // What the tiles stream: the next k block of this task (bound: right after this one in
+      // the copy; unbound, packed from a strided B: nothing), else the next task's first block.
+      Value* pf_block = next_block;
+      if (prefetch_next_ && k_blocks_ > 1) {
+        Value* next_k = scratch;
+        if (bound) {
+          next_k = b.CreateSelect(
+              is_bound, b.CreateInBoundsGEP(f32_, block, I64(packed_block_floats_)), scratch);
+        }
+        pf_block =
+            b.CreateSelect(b.CreateICmpSLT(kb, I64(k_blocks_ - 1)), next_k, next_block, "pf_block");
       }
       BasicBlock* pack_block = BasicBlock::Create(ctx_, "pack", f);
       BasicBlock* compute = BasicBlock::Create(ctx_, "compute", f);
@@ -191,8 +205,8 @@ Function* Emitter::EmitTask() {
         Value* index = t_.loop == 0 ? b.CreateAdd(b.CreateMul(mi, I64(panels)), panel)
                                     : b.CreateAdd(b.CreateMul(panel, I64(m_tiles)), mi);
         Value* pfp = b.CreateGEP(
-            f32_, next_block,
-            b.CreateMul(index, I64((nc * l_.k + m_tiles * panels - 1) / (m_tiles * panels))));
+            f32_, pf_block,
+            b.CreateMul(index, I64((nc * kc + m_tiles * panels - 1) / (m_tiles * panels))));
         b.CreateCall(tile_type, fn,
                      {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers, pfp});
       };

@@ -1,0 +1,172 @@
+// Weights packed at bind (wpack) with several k blocks: the tiles stream the next block of the
+// bound copy (the next k block of the task, else the next task's first) while they compute. Checked
+// against the reference interpreter at odd sizes (ragged m, n and k blocks), both loop orders,
+// small and default cache blocks, batched and [k][n] weights, pb on and off, bound and unbound,
+// at 1 and 2 threads; and the prefetch is really emitted where it should be, and only there.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/fusion.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "ir/matmul_schedule.h"
+#include "ir/schedule_space.h"
+#include "tests/matmul/group_fixture.h"
+#include "worker/codegen/compile.h"
+#include "worker/codegen/runtime/thread_pool.h"
+
+namespace fusetune::codegen {
+namespace {
+
+using test::TheJit;
+
+TensorType F32(Shape shape) { return TensorType{DType::kFloat32, std::move(shape)}; }
+
+// x · Wᵀ with W an initialiser (a parameter carrying data, as ONNX imports nn.Linear); batch > 1:
+// nn.batch_matmul against a [batch, n, k] weight ([batch, k, n] when !transpose_b).
+Graph WeightedProduct(int64_t batch, int64_t m, int64_t n, int64_t k, bool transpose_b) {
+  GraphBuilder b;
+  ValueId out;
+  if (batch == 1) {
+    ValueId x = b.AddParam("x", F32({m, k}));
+    ValueId w = b.AddParamWithData("w", Tensor::Random(F32({n, k}), 3));
+    out = b.AddNode("nn.dense", {x, w}, Attrs{});
+  } else {
+    ValueId x = b.AddParam("x", F32({batch, m, k}));
+    ValueId w = b.AddParamWithData(
+        "w", Tensor::Random(F32(transpose_b ? Shape{batch, n, k} : Shape{batch, k, n}), 3));
+    out = b.AddNode("nn.batch_matmul", {x, w},
+                    Attrs({{"transpose_a", false}, {"transpose_b", transpose_b}}));
+  }
+  b.SetOutputs({out}, false);
+  return std::move(b).Build();
+}
+
+FusedGroup OnlyNode(const Graph& graph) {
+  std::vector<ValueId> nodes;
+  for (ValueId v = 0; v < static_cast<ValueId>(graph.values().size()); ++v)
+    if (graph.value(v).kind == ValueKind::kNode) nodes.push_back(v);
+  std::string why;
+  auto group = AnalyzeGroup(graph, nodes, &why);
+  EXPECT_TRUE(group.has_value()) << why;
+  return *group;
+}
+
+// Runs the compiled group once unbound and once bound; returns the larger max |error|.
+double BoundAndUnboundError(const Graph& graph, const FusedGroup& group, const Schedule& s,
+                            int threads) {
+  auto kernel = CompileGroup(graph, group, s, TheJit(), {.threads = threads});
+  EXPECT_EQ(kernel->packs_weights_ahead(), s.Get("wpack", 0) == 1) << s.ToString();
+  std::vector<Tensor> values = InterpretAll(graph, RandomInputs(graph, 9));
+  std::vector<void*> buffers;
+  for (ValueId v : group.inputs) buffers.push_back(values[v].data());
+  Tensor out(graph.value(group.outputs[0]).type);
+  buffers.push_back(out.data());
+  const Tensor& want = values[group.outputs[0]];
+  double worst = 0;
+  for (bool bind : {false, true}) {
+    if (bind) kernel->Bind(buffers.data());
+    for (int64_t i = 0; i < out.size(); ++i) out.Set(i, NAN);
+    runtime::SetNumThreads(threads);
+    kernel->Run(buffers.data());
+    runtime::SetNumThreads(1);
+    for (int64_t i = 0; i < want.size(); ++i) {
+      double e = std::abs(out.Get(i) - want.Get(i));
+      if (std::isnan(e)) return INFINITY;
+      worst = std::max(worst, e);
+    }
+  }
+  kernel->Unbind(buffers.data());
+  return worst;
+}
+
+TEST(WpackKBlocks, NextBlockStreamedAgreesWithReference) {
+  struct Case {
+    int64_t batch, m, n, k;
+    bool transpose_b;
+  };
+  // K in 3-8 k blocks with a ragged last one; ragged m and n tiles; several n blocks.
+  const Case cases[] = {{1, 13, 150, 300, true},
+                        {1, 37, 70, 257, true},
+                        {3, 9, 40, 130, true},
+                        {2, 11, 33, 200, false}};
+  for (const Case& c : cases) {
+    Graph graph = WeightedProduct(c.batch, c.m, c.n, c.k, c.transpose_b);
+    const FusedGroup group = OnlyNode(graph);
+    for (int pb : {0, 1})
+      for (int loop : {0, 1})
+        for (auto [mr, nr, kc, mc, nc] : {std::tuple{4, 64, 64, 0, 0},
+                                          {5, 64, 100, 10, 64},
+                                          {8, 32, 48, 8, 32},
+                                          {6, 16, 128, 0, 16}}) {
+          Schedule s = Schedule::Parse(
+              fmt::format("mr={},nr={},kc={},loop={},pb={},wpack=1", mr, nr, kc, loop, pb));
+          if (mc) s.Set("mc", mc);
+          if (nc) s.Set("nc", nc);
+          for (int threads : {1, 2}) {
+            const double tol = 2e-6 * std::sqrt(static_cast<double>(c.k));
+            EXPECT_LT(BoundAndUnboundError(graph, group, s, threads), tol)
+                << c.batch << "x" << c.m << "x" << c.n << "x" << c.k << " tb=" << c.transpose_b
+                << " " << s.ToString() << " at " << threads << " threads";
+          }
+        }
+  }
+}
+
+// Every schedule of the space of a K large enough for the longer k block (1500: blocks of 500
+// by default, of 750 with it), with and without wpack.
+TEST(WpackKBlocks, EveryScheduleOfTheSpaceAtLargeK) {
+  Graph graph = WeightedProduct(1, 9, 40, 1500, true);
+  const FusedGroup group = OnlyNode(graph);
+  for (int threads : {1, 2}) {
+    int long_kc = 0;
+    for (const Schedule& s : ScheduleSpace(graph, group, threads)) {
+      long_kc += s.Get("kc", 0) == 750;
+      EXPECT_LT(BoundAndUnboundError(graph, group, s, threads), 1e-4)
+          << s.ToString() << " at " << threads << " threads";
+    }
+    EXPECT_GT(long_kc, 0);
+  }
+}
+
+// The next-block stream (prefetcht1, locality 2: into L2) is in a wpack kernel with k blocks
+// when pb is on, and not when it is off; without wpack, k blocks leave nothing contiguous to
+// stream.
+TEST(WpackKBlocks, StreamIsEmittedOnlyWithWpackAndPb) {
+  Graph graph = WeightedProduct(1, 16, 128, 3072, true);
+  const FusedGroup group = OnlyNode(graph);
+  auto assembly = [&](const std::string& schedule) {
+    auto module = EmitGroupModule(graph, group, Schedule::Parse(schedule), TheJit(), "kb", {});
+    TheJit().Optimize(*module, 3);
+    return TheJit().Assembly(*module);
+  };
+  EXPECT_NE(assembly("kc=512,wpack=1").find("prefetcht1"), std::string::npos);
+  EXPECT_EQ(assembly("kc=512,wpack=1,pb=0").find("prefetcht1"), std::string::npos);
+  EXPECT_EQ(assembly("kc=512").find("prefetcht1"), std::string::npos);
+}
+
+TEST(WpackKBlocks, SpaceOffersALongerKBlockForLargeK) {
+  MatmulLayout l{.batched = false,
+                 .transpose_a = false,
+                 .transpose_b = true,
+                 .batch = 1,
+                 .m = 128,
+                 .n = 768,
+                 .k = 3072};
+  int long_kc = 0;
+  for (const Schedule& s : MatmulScheduleSpace(l, 1, true)) long_kc += s.Get("kc", 0) == 768;
+  EXPECT_GT(long_kc, 0) << "K = 3072 in four blocks of 768";
+  l.k = 768;  // one k block already: the whole of K and 256, nothing else
+  std::set<int64_t> kcs;
+  for (const Schedule& s : MatmulScheduleSpace(l, 1, true)) kcs.insert(s.Get("kc", 0));
+  EXPECT_EQ(kcs, (std::set<int64_t>{256, 768}));
+}
+
+}  // namespace
+}  // namespace fusetune::codegen
