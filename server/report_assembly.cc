@@ -120,8 +120,12 @@ void KeepTheWholeGraphsChoice(const RequestPolicy& policy, const std::vector<Tun
     f.rounds = res.rounds;
     fallen.push_back(std::move(f));
   }
-  const std::string why = fmt::format("whole graph: {} {:.2f}× faster in sequence",
-                                      kSlotNames[slot], res.us[kTuned] / res.us[slot]);
+  const std::string why =
+      std::isfinite(res.us[kTuned])
+          ? fmt::format("whole graph: {} {:.2f}× faster in sequence", kSlotNames[slot],
+                        res.us[kTuned] / res.us[slot])
+          : fmt::format("whole graph: the regions' plans failed in sequence ({})",
+                        res.reason[kTuned]);
   if (!fallen.empty()) RecordBestPlans(policy, regions, fallen, cache, report.regions, why);
   report.tuned_plan = CollectTunedPlan(policy.graph(), report.regions);
   const bool exact = SamePlan(report.tuned_plan, *whole.plans[slot]);
