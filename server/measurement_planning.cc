@@ -91,13 +91,14 @@ size_t GroupWork::best_index() const {
   return best;
 }
 
-Plan WithBestSchedules(const Graph& graph, Plan plan, const MeasuredGroups& groups,
-                       const Subgraph* region) {
+Plan WithDefaultSchedules(const Graph& graph, Plan plan, int threads, const Subgraph* region) {
   for (PlanGroup& pg : plan.groups) {
     std::vector<ValueId> nodes;
     for (ValueId v : pg.nodes) nodes.push_back(region ? region->ToOriginal(v) : v);
-    auto it = groups.find(Signature(graph, nodes));
-    if (it != groups.end() && it->second.best_us() < kInf) pg.schedule = it->second.best_schedule();
+    std::sort(nodes.begin(), nodes.end());
+    pg.schedule = {};
+    if (auto group = AnalyzeGroup(graph, nodes))
+      pg.schedule = ScheduleSpace(graph, *group, threads).front();
   }
   return plan;
 }

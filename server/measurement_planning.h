@@ -47,10 +47,11 @@ struct GroupWork {
 };
 using MeasuredGroups = std::map<std::string, GroupWork>;  // by group signature
 
-// `plan` (over the policy's graph, or over `region` when given) with each group's fastest
-// measured schedule, so baselines differ from the tuned plan in fusion only, not in scheduling.
-Plan WithBestSchedules(const Graph& graph, Plan plan, const MeasuredGroups& groups,
-                       const Subgraph* region = nullptr);
+// `plan` (over `graph`, or over `region` of it when given) with each group on the first schedule
+// of its space at `threads` threads (ir/schedule_space.h): the template's default, what a
+// rules-only compiler runs. Validation's baselines (server/validation.h) and `cache verify` use it.
+Plan WithDefaultSchedules(const Graph& graph, Plan plan, int threads,
+                          const Subgraph* region = nullptr);
 
 // One region to search.
 struct RegionSearch {

@@ -12,7 +12,6 @@
 
 #include "ir/error.h"
 #include "ir/fusion.h"
-#include "ir/schedule_space.h"
 #include "ir/text/relay_parser.h"
 #include "ir/text/signature.h"
 #include "server/greedy_baseline.h"
@@ -79,18 +78,6 @@ std::string RelayFromCanonical(const std::string& text) {
   if (n_outs == 0) throw UserError("canonical text names no output");
   return fmt::format("fn ({}) {{\n{}  {}\n}}\n", params, body,
                      n_outs == 1 ? outs : "(" + outs + ")");
-}
-
-// Each group with the first schedule of its space: the default a rules-only compiler uses.
-Plan WithDefaultSchedules(const Graph& g, Plan plan, int threads) {
-  for (PlanGroup& pg : plan.groups) {
-    pg.schedule = {};
-    if (auto group = AnalyzeGroup(g, pg.nodes)) {
-      std::vector<Schedule> space = ScheduleSpace(g, *group, threads);
-      if (!space.empty()) pg.schedule = space.front();
-    }
-  }
-  return plan;
 }
 
 VerifiedPlan VerifyOne(const db::BestPlanRecord& rec, db::Cache& store, MeasurementBackend& backend,

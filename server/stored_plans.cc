@@ -101,7 +101,8 @@ std::vector<size_t> ReuseStoredPlans(const RequestPolicy& policy,
 
 void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
                      const std::vector<RegionWinner>& winners, TuneCache& cache,
-                     std::vector<RegionReport>& reports) {
+                     std::vector<RegionReport>& reports,
+                     const std::optional<std::string>& replace_reason) {
   const Graph& g = policy.graph();
   for (const RegionWinner& w : winners) {
     const TuneRegion& tr = regions[w.region];
@@ -120,7 +121,10 @@ void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>&
     rec.decision = w.decision;
     rec.rounds = w.rounds;
     if (policy.MayStoreBestPlan()) {
-      cache.PutBestPlan(rec);
+      if (replace_reason)
+        cache.ReplaceBestPlan(rec, *replace_reason);
+      else
+        cache.PutBestPlan(rec);
       spdlog::debug("region {}: stored {} as its best plan", tr.signature,
                     PlanText(g, w.plan.groups));
     } else {

@@ -4,6 +4,8 @@
 // applies to every region with that signature, in any graph. Whether a stored plan may answer a
 // request, and whether a request's plan may be stored, is the request policy's decision. (A
 // transfer of plans across shapes on a miss would start here.)
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "server/region_formation.h"
@@ -28,9 +30,11 @@ std::vector<size_t> ReuseStoredPlans(const RequestPolicy& policy,
                                      bool use_cache, std::vector<RegionReport>& reports);
 
 // Each validated winner into the reports of every region with its signature, and into the store
-// when the policy allows (RequestPolicy::MayStoreBestPlan).
+// when the policy allows (RequestPolicy::MayStoreBestPlan); a stored plan it replaces is kept in
+// the store's history with `replace_reason`, or the store's reason for a re-tune.
 void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
                      const std::vector<RegionWinner>& winners, TuneCache& cache,
-                     std::vector<RegionReport>& reports);
+                     std::vector<RegionReport>& reports,
+                     const std::optional<std::string>& replace_reason = std::nullopt);
 
 }  // namespace fusetune

@@ -27,8 +27,12 @@ std::vector<db::BestPlanRecord> TuneCache::FindPlansWithOp(const std::string& op
 }
 
 void TuneCache::PutBestPlan(db::BestPlanRecord record) {
+  ReplaceBestPlan(std::move(record), db::kReplacedByRetune);
+}
+
+void TuneCache::ReplaceBestPlan(db::BestPlanRecord record, const std::string& reason) {
   record.key = {record.key.region_signature, target_, threads_, kSearchVersion};
-  store_.PutBestPlan(record);
+  store_.PutBestPlan(record, reason);
 }
 
 std::optional<db::MeasurementRecord> TuneCache::FindMeasurement(const std::string& group_signature,

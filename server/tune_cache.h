@@ -29,6 +29,8 @@ class TuneCache {
   std::vector<db::BestPlanRecord> FindPlansWithOp(const std::string& op) const;
   // Inserts or replaces the region's best plan; the record's key is filled in here.
   void PutBestPlan(db::BestPlanRecord record);
+  // As PutBestPlan, with the reason the replaced plan is kept for in the store's history.
+  void ReplaceBestPlan(db::BestPlanRecord record, const std::string& reason);
 
   std::optional<db::MeasurementRecord> FindMeasurement(const std::string& group_signature,
                                                        const std::string& schedule) const;

@@ -71,7 +71,8 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
       report.total_decision = kWarmOnlyTotals;
       SumRegionFigures(report);
     } else {
-      TimeWholeGraph(policy, plan.groups, runner, report);
+      const WholeGraphTiming whole = TimeWholeGraph(policy, runner, report);
+      KeepTheWholeGraphsChoice(policy, regions, whole, winners, cache, report);
     }
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -18,14 +18,13 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-bool SameGroups(const Plan& a, const Plan& b) {
-  if (a.groups.size() != b.groups.size()) return false;
-  std::vector<std::pair<std::vector<ValueId>, std::string>> x, y;
-  for (const PlanGroup& g : a.groups) x.emplace_back(g.nodes, g.schedule.ToString());
-  for (const PlanGroup& g : b.groups) y.emplace_back(g.nodes, g.schedule.ToString());
-  std::sort(x.begin(), x.end());
-  std::sort(y.begin(), y.end());
-  return x == y;
+// The plan's groups, sorted, with their schedules' text when `schedules`.
+std::vector<std::pair<std::vector<ValueId>, std::string>> GroupList(const Plan& p, bool schedules) {
+  std::vector<std::pair<std::vector<ValueId>, std::string>> out;
+  for (const PlanGroup& g : p.groups)
+    out.emplace_back(g.nodes, schedules ? g.schedule.ToString() : std::string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 double Median(std::vector<double> v) {
@@ -82,28 +81,33 @@ Plan WithTunedSchedules(const Graph& g, const Subgraph& sub, Plan baseline, cons
   return baseline;
 }
 
+// The region's greedy and unfused plans (sub's ids) on default schedules (kDefaults).
+void SetDefaultBaselines(const Graph& g, const RegionSearch& rs, int threads, ThreeWay& way) {
+  way.plans[kGreedy] = WithDefaultSchedules(g, rs.greedy, threads, &rs.sub);
+  way.plans[kUnfused] = WithDefaultSchedules(g, UnfusedPlan(rs.sub.graph), threads, &rs.sub);
+}
+
 // kFromTuned: a transferred schedule that fails at these sizes (a compile error, a wrong result)
 // must not take the baselines down with it. A way whose greedy or unfused plan failed on the
-// tuned plan's schedules is timed again with its baselines on the store's schedules (kMeasured),
-// as a validation without a family would; the tuned plan stays in its slot.
-void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, std::vector<ThreeWay>& ways,
-                           JobRunner& runner, std::vector<ThreeWayResult>& results) {
+// tuned plan's schedules is timed again with its baselines on default schedules (kDefaults), as
+// a validation without a family would; the tuned plan stays in its slot.
+void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, int threads,
+                           std::vector<ThreeWay>& ways, JobRunner& runner,
+                           std::vector<ThreeWayResult>& results) {
   std::vector<size_t> again;
   std::vector<ThreeWay> retimed;
   for (size_t i = 0; i < ways.size(); ++i) {
-    const RegionSearch& rs = plan.regions[i];
     ThreeWay way = ways[i];
-    way.plans[kGreedy] = WithBestSchedules(g, rs.greedy, plan.groups, &rs.sub);
-    way.plans[kUnfused] = WithBestSchedules(g, UnfusedPlan(rs.sub.graph), plan.groups, &rs.sub);
+    SetDefaultBaselines(g, plan.regions[i], threads, way);
     bool redo = false;
     for (int slot : {kGreedy, kUnfused})
-      redo |= !(results[i].us[slot] < kInf) && !SameGroups(*way.plans[slot], *ways[i].plans[slot]);
+      redo |= !(results[i].us[slot] < kInf) && !SamePlan(*way.plans[slot], *ways[i].plans[slot]);
     if (!redo) continue;
     const std::string& why = results[i].reason[kGreedy].empty() ? results[i].reason[kUnfused]
                                                                 : results[i].reason[kGreedy];
     spdlog::debug(
         "region {}: a baseline failed on the transferred schedules ({}); timed again "
-        "on the store's",
+        "on the defaults",
         i, why);
     again.push_back(i);
     retimed.push_back(std::move(way));
@@ -118,6 +122,14 @@ void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, std::vec
 
 }  // namespace
 
+bool SamePlan(const Plan& a, const Plan& b) {
+  return a.groups.size() == b.groups.size() && GroupList(a, true) == GroupList(b, true);
+}
+
+bool SameGrouping(const Plan& a, const Plan& b) {
+  return a.groups.size() == b.groups.size() && GroupList(a, false) == GroupList(b, false);
+}
+
 double SignTestP(int wins, int n) {
   if (n <= 0) return 1;
   double p = 0;
@@ -130,7 +142,7 @@ double SignTestP(int wins, int n) {
 }
 
 NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int same_plan[3],
-                             const SlotOrder& order, int max_rounds) {
+                             const SlotOrder& order, int max_rounds, const SlotLabels& labels) {
   NoiseDecision d;
   // The candidates, simplest first: one per distinct plan that ran in every round.
   std::vector<int> candidates;
@@ -142,7 +154,7 @@ NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int 
       if (other == slot) break;
       if (same_plan[other] == same_plan[slot]) {
         duplicate = true;
-        phrases.push_back(fmt::format("{} = {}", kSlotNames[slot], kSlotNames[other]));
+        phrases.push_back(fmt::format("{} = {}", labels[slot], labels[other]));
         break;
       }
     }
@@ -153,7 +165,7 @@ NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int 
     if (ran)
       candidates.push_back(slot);
     else
-      phrases.push_back(fmt::format("{} failed", kSlotNames[slot]));
+      phrases.push_back(fmt::format("{} failed", labels[slot]));
   }
   if (candidates.empty()) {
     d.text = "no plan ran";
@@ -164,8 +176,7 @@ NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int 
     const int c = candidates[i];
     const Comparison cmp = Compare(rounds, c, kept, max_rounds);
     d.settled &= cmp.settled;
-    std::string phrase =
-        fmt::format("{} {:.2f}× vs {}", kSlotNames[c], cmp.speedup, kSlotNames[kept]);
+    std::string phrase = fmt::format("{} {:.2f}× vs {}", labels[c], cmp.speedup, labels[kept]);
     if (cmp.win)
       phrase += fmt::format(", beyond noise ({} of {} rounds)", cmp.wins, cmp.rounds);
     else if (cmp.speedup > 1)
@@ -204,6 +215,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
     int plan_of[3] = {-1, -1, -1};
     std::vector<bool> failed;  // per distinct plan: failed in a round, not timed again
     std::vector<RoundFigures> rounds;
+    const SlotLabels* labels = &kSlotLabels;
   };
   std::vector<Prepared> prep(ways.size());
   for (size_t i = 0; i < ways.size(); ++i) {
@@ -211,7 +223,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
     for (int slot : order) {
       if (!ways[i].plans[slot]) continue;
       for (size_t d = 0; d < distinct.size() && prep[i].plan_of[slot] < 0; ++d)
-        if (SameGroups(*distinct[d], *ways[i].plans[slot]))
+        if (SamePlan(*distinct[d], *ways[i].plans[slot]))
           prep[i].plan_of[slot] = static_cast<int>(d);
       if (prep[i].plan_of[slot] >= 0) continue;
       prep[i].plan_of[slot] = static_cast<int>(distinct.size());
@@ -220,6 +232,9 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
           {kSlotNames[slot], PlanToJson(*ways[i].graph, *ways[i].plans[slot])});
     }
     prep[i].graph_text = PrintRelay(*ways[i].graph);
+    const std::optional<Plan>&tuned = ways[i].plans[kTuned], &greedy = ways[i].plans[kGreedy];
+    if (tuned && greedy && SameGrouping(*tuned, *greedy) && !SamePlan(*tuned, *greedy))
+      prep[i].labels = &kScheduleLabels;
     prep[i].failed.assign(distinct.size(), false);
   }
   std::vector<ThreeWayResult> out(ways.size());
@@ -286,7 +301,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
       const Prepared& p = prep[i];
       const bool any_left = std::count(p.failed.begin(), p.failed.end(), false) > 0;
       if (any_left && static_cast<int>(p.rounds.size()) < kMaxRounds &&
-          !DecideThreeWay(p.rounds, p.plan_of, order).settled)
+          !DecideThreeWay(p.rounds, p.plan_of, order, kMaxRounds, *p.labels).settled)
         undecided.push_back(i);
     }
     if (undecided.empty()) break;
@@ -312,7 +327,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
           if (p.plan_of[other] == p.plan_of[slot] && !res.reason[other].empty())
             res.reason[slot] = res.reason[other];
     }
-    const NoiseDecision d = DecideThreeWay(p.rounds, p.plan_of, order);
+    const NoiseDecision d = DecideThreeWay(p.rounds, p.plan_of, order, kMaxRounds, *p.labels);
     res.chosen = d.chosen;
     res.decision = d.text;
     if (std::isfinite(d.margin)) res.margin = d.margin;
@@ -333,8 +348,7 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
     ThreeWay way;
     way.graph = &rs.sub.graph;
     if (tuned[i]) way.plans[kTuned] = rs.sub.PlanToSub(*tuned[i]);
-    way.plans[kGreedy] = WithBestSchedules(g, rs.greedy, plan.groups, &rs.sub);
-    way.plans[kUnfused] = WithBestSchedules(g, UnfusedPlan(rs.sub.graph), plan.groups, &rs.sub);
+    SetDefaultBaselines(g, rs, policy.options().threads, way);
     if (baselines == BaselineSchedules::kFromTuned && way.plans[kTuned])
       for (int slot : {kGreedy, kUnfused})
         way.plans[slot] =
@@ -343,7 +357,7 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
   }
   std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
   if (baselines == BaselineSchedules::kFromTuned)
-    RetimeFailedBaselines(g, plan, ways, runner, results);
+    RetimeFailedBaselines(g, plan, policy.options().threads, ways, runner, results);
   std::vector<RegionWinner> out;
   for (size_t i = 0; i < plan.regions.size(); ++i) {
     const RegionSearch& rs = plan.regions[i];
@@ -364,6 +378,10 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
     w.plan = rs.sub.PlanToOriginal(*ways[i].plans[res.chosen]);
     std::copy(std::begin(res.us), std::end(res.us), std::begin(w.us));
     w.max_abs_error = res.max_abs_error[res.chosen];
+    for (int slot = 0; slot < 3; ++slot) {
+      if (ways[i].plans[slot]) w.plans[slot] = rs.sub.PlanToOriginal(*ways[i].plans[slot]);
+      w.max_abs_errors[slot] = res.max_abs_error[slot];
+    }
     w.decision = res.decision;
     w.margin = res.margin;
     w.rounds = res.rounds;

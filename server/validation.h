@@ -8,6 +8,16 @@
 //   all) < tuned (a searched plan). A challenger replaces the plan kept so far only when it is
 //   faster by more than the noise floor in enough rounds that the sign test's one-sided p <= 0.05
 //   (5 of 5, 7 of 8, 8 of 9 rounds).
+// Both baselines run on default schedules (WithDefaultSchedules), as a rules-only compiler would:
+// every searched decision, of grouping and of schedule, is in the tuned slot, so a schedule that
+// won per group, timed alone, is kept only if the plan holding it also wins in sequence. (It need
+// not: at 2 threads a BERT layer's searched schedules won group by group and lost 11% as a
+// whole.) The unfused slot is on defaults too, not on the measured schedules: unfused on searched
+// schedules is a searched plan, one the partition search could pick as tuned (single ops are
+// candidates), and in the slot simpler than tuned it would be kept over a faster tuned plan
+// within noise without being any simpler; on defaults it is the other rules-only baseline, the
+// same plan `cache verify` re-times. A tuned plan with greedy's grouping on other schedules is
+// named for what it is: "searched schedules 0.97× vs greedy on defaults, within noise".
 // The noise floor of one round is the larger of kNoiseFloor and twice the combined standard error
 // of the two medians (from each timing's stddev and repeat count).
 // How many rounds: a sequential test. Validation runs kMinRounds rounds, then one more at a time
@@ -37,6 +47,12 @@ namespace fusetune {
 
 enum Slot { kTuned = 0, kGreedy = 1, kUnfused = 2 };
 inline constexpr const char* kSlotNames[3] = {"tuned", "greedy", "unfused"};
+// What the decision's text calls each slot's plan.
+using SlotLabels = std::array<const char*, 3>;
+inline constexpr SlotLabels kSlotLabels = {"tuned", "greedy", "unfused"};
+// The tuned plan is greedy's grouping on other schedules: the comparison is of schedules.
+inline constexpr SlotLabels kScheduleLabels = {"searched schedules", "greedy on defaults",
+                                               "unfused"};
 // Which plan is kept when none wins beyond noise, then which is preferred next.
 using SlotOrder = std::array<int, 3>;
 inline constexpr SlotOrder kSimplestFirst = {kGreedy, kUnfused, kTuned};
@@ -63,8 +79,15 @@ struct NoiseDecision {
 
 // The pure rule over `rounds`. same_plan[slot] is the index of the slot's distinct plan (slots
 // with one plan share figures and are one candidate, named by its simplest slot), -1 = no plan.
+// `labels` name the plans in the comparisons; the verdict ("greedy kept") names the slot.
 NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int same_plan[3],
-                             const SlotOrder& order = kSimplestFirst, int max_rounds = kMaxRounds);
+                             const SlotOrder& order = kSimplestFirst, int max_rounds = kMaxRounds,
+                             const SlotLabels& labels = kSlotLabels);
+
+// Whether two plans have the same groups on the same schedules (in any order).
+bool SamePlan(const Plan& a, const Plan& b);
+// Whether two plans have the same groups, whatever their schedules.
+bool SameGrouping(const Plan& a, const Plan& b);
 
 // The one-sided sign-test p-value of `wins` or more wins in `n` fair coin flips.
 double SignTestP(int wins, int n);
@@ -88,7 +111,8 @@ struct ThreeWayResult {
 
 // Times the plans of every ThreeWay in paired rounds (see above), as the progress phase `phase`,
 // and decides each. A plan equal to another of its graph (the tuned plan is often the greedy one)
-// is timed once and shares its figures.
+// is timed once and shares its figures. A tuned plan with the greedy plan's grouping on other
+// schedules is compared under kScheduleLabels.
 std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, JobRunner& runner,
                                           const std::string& phase,
                                           const SlotOrder& order = kSimplestFirst);
@@ -100,6 +124,10 @@ struct RegionWinner {
   Plan plan;          // the winner, in the graph's ids
   double us[3] = {0, 0, 0};
   double max_abs_error = 0;  // the winner's, against the reference interpreter
+  // Every slot's plan as timed, in the graph's ids, and its error: what the whole graph's
+  // timing (server/report_assembly.h) falls back to when a baseline beats the regions' plans.
+  std::optional<Plan> plans[3];
+  double max_abs_errors[3] = {0, 0, 0};
   std::string decision;
   std::optional<double> margin;
   int rounds = 0;
@@ -107,14 +135,14 @@ struct RegionWinner {
 
 // How the greedy and unfused baselines are scheduled.
 enum class BaselineSchedules {
-  // Each group's fastest measured schedule at these sizes (WithBestSchedules), else its default:
-  // baselines differ from the tuned plan in fusion only, as far as the store knows.
-  kMeasured,
-  // As kMeasured, but a group with no measurement at these sizes takes the schedule of the same
+  // Each group on its template's default schedule (WithDefaultSchedules): the baselines are what
+  // a rules-only compiler gives, and the tuned plan's searched schedules must win against them.
+  kDefaults,
+  // As kDefaults, but a group with no measurement at these sizes takes the schedule of the same
   // group (same nodes) in the tuned plan. A warm start (server/warm_start.h): its tuned plan is
-  // a family member's, whose schedules were measured at the member's sizes and adapted, and the
-  // member's greedy groups are its own; so a transferred plan that is greedy's grouping is the
-  // greedy plan, timed once, not against greedy with default schedules that nothing measured.
+  // a family member's, whose schedules were measured at the member's sizes, validated there
+  // against greedy on defaults, and adapted; so a transferred plan that is greedy's grouping is
+  // the greedy plan, timed once, not against defaults that nothing at this size says are better.
   kFromTuned,
 };
 
@@ -123,6 +151,6 @@ enum class BaselineSchedules {
 std::vector<RegionWinner> ValidateRegions(
     const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
     const MeasurementPlan& plan, const std::vector<std::optional<Plan>>& tuned, JobRunner& runner,
-    BaselineSchedules baselines = BaselineSchedules::kMeasured);
+    BaselineSchedules baselines = BaselineSchedules::kDefaults);
 
 }  // namespace fusetune

@@ -258,7 +258,9 @@ TEST_F(ScheduleSearchTune, TheSearchFindsAFasterScheduleBeyondTheFirstRankedAndS
   EXPECT_EQ(again.candidates_measured, 0);
   EXPECT_GT(again.measurements_reused, 0);
   EXPECT_EQ(again.regions[0].plan.size(), with.regions[0].plan.size());
-  EXPECT_LE(backend.plans_run - before, 3 + 3) << "validation and the whole graph only";
+  // Validation only (one region, the whole graph): the searched schedule, greedy and unfused on
+  // the defaults, until the searched one wins (5 rounds).
+  EXPECT_LE(backend.plans_run - before, 3 * 5) << "validation only";
 }
 
 }  // namespace

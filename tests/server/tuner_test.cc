@@ -11,9 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "ir/fusion.h"
+#include "ir/schedule_space.h"
 #include "ir/text/relay_parser.h"
 #include "model_backend.h"
+#include "server/measurement_planning.h"
 #include "server/request_policy.h"
+#include "server/stage_log.h"
 #include "server/validation.h"
 
 namespace fusetune {
@@ -415,6 +418,127 @@ TEST_F(TunerTest, ADisturbedValidationRoundDoesNotChangeTheStoredPlan) {
       EXPECT_LE(r.regions.at(0).rounds, kMaxRounds);
       EXPECT_GE(r.regions.at(0).rounds, undisturbed_rounds);
     }
+  }
+}
+
+// ---- baselines on default schedules: searched schedules must win in sequence ----
+
+// Whether every group of `plan` (over the job's graph) runs its template's default schedule.
+bool OnDefaults(const MeasureJob& job, const Plan& plan) {
+  const Graph g = ParseRelay(job.graph_text, "job");
+  for (const PlanGroup& pg : plan.groups)
+    if (pg.schedule != ScheduleSpace(g, *AnalyzeGroup(g, pg.nodes), job.threads).front())
+      return false;
+  return true;
+}
+
+// The nodes in `plan`'s groups.
+size_t PlanNodes(const Plan& plan) {
+  size_t n = 0;
+  for (const PlanGroup& pg : plan.groups) n += pg.nodes.size();
+  return n;
+}
+
+// Every non-default schedule measures 2x faster group by group, and runs 20% slower in the
+// validation's plans (as the BERT layer's searched schedules did at 2 threads): the tuned plan
+// is greedy's grouping on searched schedules, and greedy on the defaults is kept and stored.
+TEST_F(TunerTest, SearchedSchedulesThatWinAloneAndLoseInSequenceLeaveGreedyOnDefaults) {
+  Graph g = ParseRelay(kSeed, "seed.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  backend.adjust = [](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+    if (OnDefaults(job, plan)) return;
+    t.median_us *= IsValidationJob(job) ? 1.2 : 0.5;
+  };
+  const TuneReport r = Tune(g, {}, store, backend);
+  ASSERT_EQ(r.regions.size(), 1u);
+  const RegionReport& region = r.regions[0];
+  EXPECT_EQ(region.chosen, "greedy") << region.decision;
+  EXPECT_NE(region.decision.find("searched schedules 0.83× vs greedy on defaults"),
+            std::string::npos)
+      << region.decision;
+  const Plan greedy = WithDefaultSchedules(g, GreedyPlan(g), 1);
+  EXPECT_TRUE(SamePlan(Plan{"tuned", region.plan}, greedy)) << PlanText(g, region.plan);
+  EXPECT_TRUE(SamePlan(r.tuned_plan, greedy));
+  // The searched schedule was measured faster alone: the test exercised the comparison.
+  EXPECT_GT(region.tuned_us, 0);
+  EXPECT_LT(region.greedy_us, region.unfused_us);
+  int validation_plans = 0;
+  for (const MeasureJob& job : backend.seen)
+    if (IsValidationJob(job)) validation_plans = std::max<int>(validation_plans, job.plans.size());
+  EXPECT_EQ(validation_plans, 3) << "tuned, greedy on defaults and unfused are three plans";
+  const auto stored = store.ListBestPlans();
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].chosen, "greedy");
+  EXPECT_EQ(stored[0].groups.at(0).schedule, greedy.groups.at(0).schedule.ToString());
+}
+
+// Two regions each win on searched schedules timed alone (2x, and fused 4x), and the whole graph
+// on those schedules runs 4x slower than greedy on the defaults: the stored plans fall back to
+// greedy's, so the plan served for the graph is the one that won in sequence. Without the whole
+// graph's loss, the regions' choices stay.
+TEST_F(TunerTest, AWholeGraphThatLosesToGreedyOnDefaultsSendsTheRegionsBackToGreedy) {
+  const char* text = R"(fn (%x: Tensor[(16, 64), float32]) {
+  %0 = exp(%x);
+  %1 = negative(%0);
+  %2 = nn.softmax(%1);
+  %3 = nn.softmax(%2);
+  %4 = exp(%3);
+  negative(%4)
+})";
+  Graph g = ParseRelay(text, "two.relay");
+  const Plan greedy = WithDefaultSchedules(g, GreedyPlan(g), 1);
+  for (bool whole_loses : {false, true}) {
+    SCOPED_TRACE(whole_loses ? "the whole graph loses" : "the whole graph wins");
+    std::filesystem::remove(path_);
+    db::Database database(path_.string());
+    db::Cache store(database);
+    ModelBackend backend;
+    backend.adjust = [&](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+      if (OnDefaults(job, plan)) return;
+      const bool whole = PlanNodes(plan) == 6;  // only the whole graph's plans hold all six ops
+      t.median_us *= whole && whole_loses ? 8.0 : 0.5;
+    };
+    const TuneReport r = Tune(g, {}, store, backend);
+    ASSERT_EQ(r.regions.size(), 2u);
+    ASSERT_TRUE(r.totals_measured) << r.total_decision;
+    const auto stored = store.ListBestPlans();
+    ASSERT_EQ(stored.size(), 2u);
+    const auto replaced = store.ListReplacedPlans();
+    if (!whole_loses) {
+      EXPECT_EQ(r.total_chosen, "tuned") << r.total_decision;
+      for (const RegionReport& region : r.regions) EXPECT_EQ(region.chosen, "tuned");
+      EXPECT_FALSE(SamePlan(r.tuned_plan, greedy));
+      EXPECT_TRUE(replaced.empty());
+      continue;
+    }
+    EXPECT_EQ(r.total_chosen, "greedy") << r.total_decision;
+    EXPECT_NE(r.total_decision.find("greedy 4.00× vs tuned, beyond noise (5 of 5 rounds)"),
+              std::string::npos)
+        << r.total_decision;
+    EXPECT_NE(r.total_decision.find("2 region plan(s) fell back to greedy"), std::string::npos)
+        << r.total_decision;
+    EXPECT_EQ(r.total_decision.find("not all"), std::string::npos) << r.total_decision;
+    EXPECT_TRUE(SamePlan(r.tuned_plan, greedy)) << PlanText(g, r.tuned_plan.groups);
+    for (const RegionReport& region : r.regions) {
+      EXPECT_EQ(region.chosen, "greedy");
+      EXPECT_NE(region.decision.find("tuned chosen; in the whole graph: greedy 4.00× vs tuned"),
+                std::string::npos)
+          << region.decision;
+      EXPECT_EQ(region.rounds, 5);
+    }
+    for (const db::BestPlanRecord& p : stored) EXPECT_EQ(p.chosen, "greedy");
+    ASSERT_EQ(replaced.size(), 2u) << "each region's first choice is kept in the history";
+    for (const db::ReplacedPlanRecord& p : replaced) {
+      EXPECT_EQ(p.plan.chosen, "tuned");
+      EXPECT_EQ(p.reason, "whole graph: greedy 4.00× faster in sequence");
+    }
+    // Served from the store: the plan that won in sequence, nothing measured.
+    const int jobs = backend.jobs_run;
+    const TuneReport again = Tune(g, {}, store, backend);
+    EXPECT_EQ(backend.jobs_run, jobs);
+    EXPECT_TRUE(SamePlan(again.tuned_plan, greedy)) << PlanText(g, again.tuned_plan.groups);
   }
 }
 

@@ -8,8 +8,10 @@
 
 #include "ir/fusion.h"
 #include "ir/plan.h"
+#include "ir/schedule_space.h"
 #include "ir/text/relay_parser.h"
 #include "model_backend.h"
+#include "server/measurement_planning.h"
 #include "server/validation.h"
 
 namespace fusetune {
@@ -188,6 +190,42 @@ TEST(NoiseRule, ANonDefaultScheduleIsUsedOnlyWhenFasterBeyondTheNoiseOfBothMeasu
   EXPECT_EQ(gw.best_index(), 1u);
 }
 
+// A tuned plan that is greedy's grouping on other schedules is named for what it is.
+TEST(NoiseRule, SearchedSchedulesAgainstGreedyOnDefaultsSayWhatIsCompared) {
+  const NoiseDecision lost = DecideThreeWay(Rounds(kMinRounds, 103, 100, 300), kDistinct,
+                                            kSimplestFirst, kMaxRounds, kScheduleLabels);
+  EXPECT_EQ(lost.chosen, kGreedy);
+  EXPECT_EQ(lost.text,
+            "unfused 0.33× vs greedy on defaults; searched schedules 0.97× vs greedy on "
+            "defaults: greedy kept");
+  const NoiseDecision within = DecideThreeWay(Rounds(9, 98, 100, 300, 0.01), kDistinct,
+                                              kSimplestFirst, kMaxRounds, kScheduleLabels);
+  EXPECT_EQ(within.chosen, kGreedy);
+  EXPECT_NE(within.text.find("searched schedules 1.02× vs greedy on defaults, within noise"),
+            std::string::npos)
+      << within.text;
+  const NoiseDecision won = DecideThreeWay(Rounds(5, 80, 100, 300), kDistinct, kSimplestFirst,
+                                           kMaxRounds, kScheduleLabels);
+  EXPECT_EQ(won.chosen, kTuned);
+  EXPECT_NE(won.text.find("searched schedules 1.25× vs greedy on defaults, beyond noise (5 of 5 "
+                          "rounds): tuned chosen"),
+            std::string::npos)
+      << won.text;
+}
+
+TEST(SamePlan, GroupsAndSchedulesInAnyOrder) {
+  Schedule v8;
+  v8.Set("vector", 8);
+  const Plan a{"a", {{{0, 1}, {}}, {{2}, v8}}};
+  const Plan b{"b", {{{2}, v8}, {{0, 1}, {}}}};
+  const Plan c{"c", {{{2}, {}}, {{0, 1}, {}}}};
+  const Plan d{"d", {{{0}, {}}, {{1, 2}, {}}}};
+  EXPECT_TRUE(SamePlan(a, b));
+  EXPECT_FALSE(SamePlan(a, c));
+  EXPECT_TRUE(SameGrouping(a, c));
+  EXPECT_FALSE(SameGrouping(c, d));
+}
+
 // ---- TimeThreeWays: the rounds it runs (jobs under the bytes model of model_backend.h) ----
 
 std::vector<ThreeWayResult> TimeWays(const std::vector<ThreeWay>& ways, ModelBackend& backend) {
@@ -246,6 +284,43 @@ TEST(TimeThreeWays, AChallengerThatWinsARoundGetsMoreRounds) {
   const ThreeWayResult res = TimeWays({way}, backend)[0];
   EXPECT_EQ(res.chosen, kGreedy) << res.decision;
   EXPECT_EQ(res.rounds, 3) << "1 won of 2 is open; 1 of 3 is settled";
+}
+
+// The tuned plan is greedy's grouping on a searched schedule: a plan of its own, timed beside
+// greedy on defaults; on the default schedule it is greedy, one candidate.
+TEST(TimeThreeWays, SearchedSchedulesAreTimedAgainstTheDefaultsAndEqualDefaultsAreOnePlan) {
+  const Graph seed = ParseRelay(
+      "fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], "
+      "%z: Tensor[(12, 32, 32), float32]) {\n  %0 = nn.batch_matmul(%x, %y);\n"
+      "  %1 = ones_like(%0);\n  where(%z, %0, %1)\n}",
+      "seed.relay");
+  ThreeWay way;
+  way.graph = &seed;
+  way.plans[kGreedy] = WithDefaultSchedules(seed, GreedyPlan(seed), 1);
+  way.plans[kUnfused] = WithDefaultSchedules(seed, UnfusedPlan(seed), 1);
+  way.plans[kTuned] = way.plans[kGreedy];
+  const std::vector<Schedule> space =
+      ScheduleSpace(seed, *AnalyzeGroup(seed, way.plans[kTuned]->groups.at(0).nodes), 1);
+  ASSERT_GE(space.size(), 2u);
+  EXPECT_EQ(way.plans[kGreedy]->groups.at(0).schedule, space.front());
+
+  ModelBackend same;
+  const ThreeWayResult one = TimeWays({way}, same)[0];
+  EXPECT_EQ(one.decision.rfind("tuned = greedy", 0), 0u) << one.decision;
+  for (const MeasureJob& job : same.seen) EXPECT_EQ(job.plans.size(), 2u);
+
+  way.plans[kTuned]->groups.at(0).schedule = space.back();
+  ModelBackend backend;
+  // The searched schedule runs 10% slower than the default in sequence.
+  backend.adjust = [](const MeasureJob&, const Plan&, PlanResult& t) {
+    if (t.name == "tuned") t.median_us *= 1.1;
+  };
+  const ThreeWayResult res = TimeWays({way}, backend)[0];
+  EXPECT_EQ(res.chosen, kGreedy);
+  EXPECT_EQ(res.decision,
+            "unfused 0.37× vs greedy on defaults; searched schedules 0.91× vs greedy on defaults: "
+            "greedy kept");
+  for (const MeasureJob& job : backend.seen) EXPECT_EQ(job.plans.size(), 3u);
 }
 
 }  // namespace
