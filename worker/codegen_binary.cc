@@ -1,0 +1,20 @@
+#include "worker/codegen_binary.h"
+
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+
+namespace fusetune {
+
+std::string CodegenBinary() {
+  constexpr std::string_view kSuffix = "-codegen";
+  std::error_code error;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", error).string();
+  // Without /proc (not on Linux in practice) the bare name makes posix_spawn and execv fail with
+  // ENOENT, and the caller's message names what it looked for.
+  if (error) return "fusetune-codegen";
+  if (self.ends_with(kSuffix)) return self;
+  return self + std::string(kSuffix);
+}
+
+}  // namespace fusetune
