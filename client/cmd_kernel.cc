@@ -2,6 +2,8 @@
 // [--print-ir|--print-llvm|--print-asm]`: show what the code generator makes of one fused group:
 // its template, inputs and outputs, and the kernel IR (default), the optimised LLVM IR, or the
 // target assembly. A graph with dynamic dimensions is bound with --dim, as for check/run/query.
+// Its options; the work is client/kernel_show.cc, in `fusetune-codegen`
+// (client/codegen_commands.h).
 #include <memory>
 
 #include "client/codegen_commands.h"

@@ -2,6 +2,7 @@
 // [--print-ir|--print-llvm|--print-asm]`: show what the code generator makes of one fused group:
 // its template, inputs and outputs, and the kernel IR (default), the optimised LLVM IR, or the
 // target assembly. A graph with dynamic dimensions is bound with --dim, as for check/run/query.
+// The work, in `fusetune-codegen`; the options are registered by client/cmd_kernel.cc.
 #include <iostream>
 #include <sstream>
 

@@ -1,7 +1,8 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
 // [--inputs DIR] [--outputs DIR] [--repeat N] [--json] [--dim NAME=SIZE]`: compile every group of
 // the plan, run the graph as that sequence of kernels, time each kernel and the whole, and compare
-// the outputs with the reference interpreter.
+// the outputs with the reference interpreter. The work, in `fusetune-codegen`; the options are
+// registered by client/cmd_run.cc.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
