@@ -2,91 +2,15 @@
 // [--print-ir|--print-llvm|--print-asm]`: show what the code generator makes of one fused group:
 // its template, inputs and outputs, and the kernel IR (default), the optimised LLVM IR, or the
 // target assembly. A graph with dynamic dimensions is bound with --dim, as for check/run/query.
-#include <iostream>
-#include <sstream>
+// Its options; the work is client/kernel_show.cc, in `fusetune-codegen`
+// (client/codegen_commands.h).
+#include <memory>
 
-#include <fmt/format.h>
-
+#include "client/codegen_commands.h"
 #include "client/commands.h"
 #include "client/graph_loader.h"
-#include "ir/error.h"
-#include "ir/fusion.h"
-#include "ir/plan.h"
-#include "ir/schedule_space.h"
-#include "ir/text/relay_printer.h"
-#include "worker/codegen/compile.h"
-#include "worker/codegen/jit.h"
-#include "worker/codegen/runtime/thread_pool.h"
 
 namespace fusetune::cli {
-namespace {
-
-struct KernelOptions {
-  std::string graph_path;
-  std::string group;
-  std::string schedule;
-  bool print_ir = false, print_llvm = false, print_asm = false, unoptimized = false;
-  int threads = 1;
-  std::vector<std::string> dims;
-};
-
-std::vector<ValueId> ParseGroup(const Graph& graph, const std::string& text) {
-  std::vector<ValueId> nodes;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-    while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (!item.empty() && item[0] == '%') item = item.substr(1);
-    auto id = graph.FindByName(item);
-    if (!id || graph.value(*id).kind != ValueKind::kNode)
-      throw UserError(fmt::format("--group: %{} is not a node of the graph", item));
-    nodes.push_back(*id);
-  }
-  if (nodes.empty()) throw UserError("--group lists no nodes");
-  return nodes;
-}
-
-void Show(const KernelOptions& o) {
-  Graph graph = GraphSource(o.graph_path).Bind(OneDimBinding(o.dims, "kernel"));
-  std::string why;
-  auto group = AnalyzeGroup(graph, ParseGroup(graph, o.group), &why);
-  if (!group) throw UserError("--group " + o.group + " is not lowerable: " + why);
-  Schedule schedule = Schedule::Parse(o.schedule);
-  runtime::SetNumThreads(o.threads);
-  codegen::Jit jit;
-  auto names = [&](const std::vector<ValueId>& ids) {
-    std::string s;
-    for (ValueId v : ids) s += (s.empty() ? "" : ", ") + RelayRef(graph, v);
-    return s;
-  };
-  std::cout << fmt::format("// template {}; anchor {}; inputs [{}]; outputs [{}]\n",
-                           TemplateName(group->templ),
-                           group->anchor >= 0 ? RelayRef(graph, group->anchor) : "none",
-                           names(group->inputs), names(group->outputs));
-  std::string space;
-  for (const Schedule& s : ScheduleSpace(graph, *group, o.threads))
-    space += (space.empty() ? "" : " | ") + (s.knobs.empty() ? "default" : s.ToString());
-  std::cout << fmt::format("// schedule '{}'; space: {}\n// target {}\n", schedule.ToString(),
-                           space, jit.target().Fingerprint());
-  if (o.print_llvm || o.print_asm) {
-    std::string symbol = "fusetune_kernel";
-    auto module = codegen::EmitGroupModule(graph, *group, schedule, jit, symbol,
-                                           {.opt_level = 3, .threads = o.threads});
-    if (!o.unoptimized) jit.Optimize(*module);
-    std::cout << (o.print_asm ? jit.Assembly(*module) : jit.PrintIR(*module));
-    return;
-  }
-  if (group->templ == GroupTemplate::kMatmul || group->Attention()) {
-    std::cout << "// the " << TemplateName(group->templ)
-              << " template emits LLVM IR directly; use --print-llvm or --print-asm\n";
-    return;
-  }
-  std::cout << codegen::PrintKernel(
-      codegen::BuildGroupKernel(graph, *group, schedule, jit.target(), "kernel"));
-}
-
-}  // namespace
 
 void RegisterKernelCommand(CLI::App& app) {
   auto options = std::make_shared<KernelOptions>();
@@ -106,7 +30,7 @@ void RegisterKernelCommand(CLI::App& app) {
   llvm->excludes(assembly);
   cmd->add_flag("--O0", options->unoptimized,
                 "with --print-llvm/--print-asm: skip the O3 pipeline");
-  cmd->callback([options] { Show(*options); });
+  cmd->callback([options] { ShowKernel(*options); });
 }
 
 }  // namespace fusetune::cli

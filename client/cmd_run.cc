@@ -1,207 +1,15 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
 // [--inputs DIR] [--outputs DIR] [--repeat N] [--json] [--dim NAME=SIZE]`: compile every group of
 // the plan, run the graph as that sequence of kernels, time each kernel and the whole, and compare
-// the outputs with the reference interpreter.
-#include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <sstream>
+// the outputs with the reference interpreter. Its options; the work is client/run_graph.cc, in
+// `fusetune-codegen` (client/codegen_commands.h).
+#include <memory>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
+#include "client/codegen_commands.h"
 #include "client/commands.h"
 #include "client/graph_loader.h"
-#include "client/local_backend.h"
-#include "db/cache.h"
-#include "db/database.h"
-#include "db/default_path.h"
-#include "ir/error.h"
-#include "ir/interpreter.h"
-#include "ir/npy.h"
-#include "ir/plan.h"
-#include "ir/text/relay_printer.h"
-#include "server/tuner.h"
-#include "worker/codegen/jit.h"
-#include "worker/codegen/runtime/thread_pool.h"
-#include "worker/executor.h"
-#include "worker/output_check.h"
 
 namespace fusetune::cli {
-namespace {
-
-struct RunOptions {
-  std::string graph_path;
-  std::string plan = "greedy";
-  std::string db_path;
-  int threads = 1;
-  std::string inputs_dir;
-  std::string outputs_dir;
-  int repeat = 5;
-  bool json = false;
-  std::vector<std::string> dims;
-  bool exact = false;
-};
-
-// The regions of --plan tuned whose plan was transferred from another size: "s1=256 (here 192)".
-using Transfers = std::vector<std::string>;
-
-// The stored best plans of every region, for this machine and thread count.
-Plan TunedPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding,
-               Transfers* transfers) {
-  db::Database database(o.db_path.empty() ? db::DefaultDbPath() : o.db_path);
-  db::Cache store(database);
-  SearchOptions search;
-  search.threads = o.threads;
-  std::vector<std::string> missing;
-  TuneReport report =
-      LookupCached(graph, search, store, LocalBackend().TargetFingerprint(), &missing, o.exact);
-  for (const RegionReport& r : report.regions)
-    if (!r.transferred_from.empty()) transfers->push_back(r.transferred_from);
-  if (!missing.empty()) {
-    std::string names;
-    for (const RegionReport& r : report.regions) {
-      if (r.cached || !r.transferred_from.empty()) continue;
-      std::string nodes;
-      for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + RelayRef(graph, v);
-      names += fmt::format("\n  {} [{}]", r.signature, nodes);
-    }
-    throw UserError(fmt::format(
-        "--plan tuned: {} region{} of {} ha{} no stored plan for this CPU at {} thread{}{}:{}\n"
-        "run `fusetune tune {}{} --threads {}` first",
-        missing.size(), missing.size() == 1 ? "" : "s", o.graph_path,
-        missing.size() == 1 ? "s" : "ve", o.threads, o.threads == 1 ? "" : "s",
-        o.exact ? " (--exact)" : " and no tuned size to transfer from", names, o.graph_path,
-        DimFlagsText(binding), o.threads));
-  }
-  return report.tuned_plan;
-}
-
-Plan LoadPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding,
-              Transfers* transfers) {
-  const std::string& spec = o.plan;
-  if (spec == "unfused") return UnfusedPlan(graph);
-  if (spec == "greedy") return GreedyPlan(graph);
-  if (spec == "tuned") return TunedPlan(graph, o, binding, transfers);
-  std::ifstream in(spec);
-  if (!in)
-    throw UserError(
-        fmt::format("--plan '{}' is not unfused, greedy, tuned or a readable plan file", spec));
-  std::stringstream text;
-  text << in.rdbuf();
-  return PlanFromJson(graph, text.str(), spec);
-}
-
-std::vector<Tensor> LoadInputs(const Graph& graph, const std::string& dir) {
-  if (dir.empty()) return RandomInputs(graph, 1);
-  std::vector<Tensor> inputs;
-  for (ValueId p : graph.params()) {
-    const Value& param = graph.value(p);
-    std::filesystem::path path = std::filesystem::path(dir) / (param.name + ".npy");
-    if (!std::filesystem::exists(path)) {
-      if (param.data) {
-        inputs.emplace_back();  // use the parameter's own data
-        continue;
-      }
-      throw UserError(fmt::format("--inputs: no {} for parameter %{}", path.string(), param.name));
-    }
-    Tensor t = ReadNpy(path.string());
-    if (t.type() != param.type) {
-      throw UserError(fmt::format("{} has type {}, parameter %{} is {}", path.string(),
-                                  t.type().ToString(), param.name, param.type.ToString()));
-    }
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
-}
-
-void Run(const RunOptions& o) {
-  DimBinding binding = OneDimBinding(o.dims, "run");
-  Graph graph = GraphSource(o.graph_path).Bind(binding);
-  Transfers transfers;
-  Plan plan = LoadPlan(graph, o, binding, &transfers);
-  if (o.threads < 1 || o.threads > runtime::MaxThreads()) {
-    throw UserError(fmt::format("--threads {} is outside 1..{}", o.threads, runtime::MaxThreads()));
-  }
-  if (o.repeat < 1) throw UserError("--repeat must be at least 1");
-  std::vector<Tensor> inputs = LoadInputs(graph, o.inputs_dir);
-
-  codegen::Jit jit;
-  PlanExecutor executor(graph, plan, jit, o.threads);
-  executor.SetInputs(inputs);
-  executor.Run();
-  std::vector<Tensor> outputs = executor.Outputs();
-  const OutputComparison check = CompareOutputs(outputs, Interpret(graph, inputs));
-  const double error = check.max_abs_error;
-  if (!transfers.empty() && !check.ok())
-    throw std::runtime_error(fmt::format(
-        "--plan tuned: the plan transferred from {} disagrees with the reference interpreter "
-        "(max |error| {:.3g}); run `fusetune tune {}{}` to measure this size",
-        transfers.front(), error, o.graph_path, DimFlagsText(binding)));
-  TimingOptions timing;
-  timing.repeat = o.repeat;
-  PlanProfile measured = executor.Measure(timing);
-
-  if (!o.outputs_dir.empty()) {
-    std::filesystem::create_directories(o.outputs_dir);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      WriteNpy((std::filesystem::path(o.outputs_dir) / fmt::format("output_{}.npy", i)).string(),
-               outputs[i]);
-    }
-  }
-
-  auto node_names = [&](const std::vector<ValueId>& nodes) {
-    std::vector<std::string> names;
-    for (ValueId v : nodes) names.push_back(RelayRef(graph, v));
-    return names;
-  };
-  if (o.json) {
-    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
-    nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
-    for (const KernelTiming& k : measured.kernels) {
-      groups.push_back(node_names(k.nodes));
-      kernels.push_back({{"nodes", node_names(k.nodes)}, {"us", k.timing.median_us}});
-    }
-    nlohmann::ordered_json out = {{"graph", o.graph_path},
-                                  {"plan", plan.name},
-                                  {"threads", o.threads},
-                                  {"target", jit.target().Fingerprint()},
-                                  {"groups", groups},
-                                  {"kernels", kernels},
-                                  {"total_us", measured.total.median_us},
-                                  {"max_abs_error", error}};
-    if (!transfers.empty()) {
-      out["transferred_from"] = transfers;  // checked against the reference above
-      out["checked_against_reference"] = true;
-    }
-    if (!binding.empty()) out["dims"] = binding;
-    std::cout << out.dump(2) << "\n";
-    return;
-  }
-  std::cout << fmt::format("graph    {}\n", o.graph_path);
-  if (!binding.empty()) std::cout << fmt::format("dims     {}\n", DimBindingText(binding));
-  std::cout << fmt::format("plan     {} ({} kernels)\nthreads  {}\ntarget   {}\n\n", plan.name,
-                           measured.kernels.size(), o.threads, jit.target().Fingerprint());
-  std::cout << fmt::format("{:>12}  {:>10}  {}\n", "median us", "compile ms", "group");
-  for (const KernelTiming& k : measured.kernels) {
-    std::string group;
-    for (const std::string& n : node_names(k.nodes)) group += (group.empty() ? "" : ",") + n;
-    std::string ops;
-    for (ValueId v : k.nodes) ops += (ops.empty() ? "" : " ") + graph.value(v).op->name;
-    std::cout << fmt::format("{:>12.2f}  {:>10.1f}  {} ({})\n", k.timing.median_us,
-                             k.compile.total_ms(), group, ops);
-  }
-  std::cout << fmt::format("\ntotal    {:.2f} us (median of {} repeats)\nmax_abs_error {:.3g}\n",
-                           measured.total.median_us, measured.total.repeat, error);
-  for (const std::string& from : transfers)
-    std::cout << fmt::format(
-        "transferred, not measured at this size: a region's plan tuned at {}; checked against "
-        "the reference interpreter (max_abs_error above)\n",
-        from);
-}
-
-}  // namespace
 
 void RegisterRunCommand(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
@@ -228,7 +36,7 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_flag("--exact", options->exact,
                 "--plan tuned: stored plans of these exact sizes only, no transfer from the "
                 "nearest tuned size");
-  cmd->callback([options] { Run(*options); });
+  cmd->callback([options] { RunGraph(*options); });
 }
 
 }  // namespace fusetune::cli

@@ -1,7 +1,7 @@
 // `fusetune sandbox-child`: internal. The process a Sandbox (worker/sandbox.h) starts to run
-// measurement jobs, so a crashing kernel takes down only this child.
+// measurement jobs, so a crashing kernel takes down only this child; `fusetune-codegen` runs it.
+#include "client/codegen_commands.h"
 #include "client/commands.h"
-#include "worker/sandbox.h"
 
 namespace fusetune::cli {
 
@@ -9,7 +9,7 @@ void RegisterSandboxChildCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("sandbox-child", "internal: runs measurement jobs for a parent");
   cmd->group("");  // hidden from --help
-  cmd->callback([] { SetExitCode(RunSandboxChild()); });
+  cmd->callback([] { SetExitCode(SandboxChild()); });
 }
 
 }  // namespace fusetune::cli

@@ -1,52 +1,24 @@
-#include <iostream>
-
-#include <CLI/CLI.hpp>
-
+// `fusetune`: every subcommand. It links no code generator (LLVM's static constructors alone
+// cost every start ~23 ms; issue 14: `query` answers in <= 50 ms): `run`, `kernel` and
+// `sandbox-child` exec `fusetune-codegen` (client/codegen_forward.cc), and measurement jobs run in
+// sandbox children of that binary (worker/sandbox.h).
+#include "client/app.h"
 #include "client/commands.h"
-#include "client/logging.h"
-#include "ir/error.h"
-#include "ir/version.h"
-
-namespace fusetune::cli {
-namespace {
-int g_exit_code = 0;
-}
-void SetExitCode(int code) { g_exit_code = code; }
-int ExitCode() { return g_exit_code; }
-}  // namespace fusetune::cli
 
 int main(int argc, char** argv) {
-  using namespace fusetune;
-  CLI::App app{
-      "fusetune: decides which tensor operators to fuse by measuring them on this CPU.\n"
-      "GRAPH is Relay text (.relay) or an ONNX model (.onnx)."};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("fusetune ") + Version());
-  cli::AddLoggingFlags(app);  // first: subcommands inherit its fall-through of the log flags
-  cli::RegisterCheckCommand(app);
-  cli::RegisterTuneCommand(app);
-  cli::RegisterQueryCommand(app);
-  cli::RegisterCacheCommand(app);
-  cli::RegisterSandboxChildCommand(app);
-  cli::RegisterServeCommand(app);
-  cli::RegisterWorkerCommand(app);
-  cli::RegisterWorkersCommand(app);
-  cli::RegisterTasksCommand(app);
-  cli::RegisterCancelCommand(app);
-  cli::RegisterRunCommand(app);
-  cli::RegisterKernelCommand(app);
-  cli::MentionLoggingFlags(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  } catch (const UserError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "fusetune: " << e.what() << "\n";
-    return 1;
-  }
-  return cli::ExitCode();
+  using namespace fusetune::cli;
+  return RunCommandLine(argc, argv, [](CLI::App& app) {
+    RegisterCheckCommand(app);
+    RegisterTuneCommand(app);
+    RegisterQueryCommand(app);
+    RegisterCacheCommand(app);
+    RegisterSandboxChildCommand(app);
+    RegisterServeCommand(app);
+    RegisterWorkerCommand(app);
+    RegisterWorkersCommand(app);
+    RegisterTasksCommand(app);
+    RegisterCancelCommand(app);
+    RegisterRunCommand(app);
+    RegisterKernelCommand(app);
+  });
 }

@@ -10,13 +10,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "ir/error.h"
-#include "worker/job_runner.h"
+#include "worker/codegen_binary.h"
 
 extern char** environ;
 
@@ -45,7 +43,7 @@ bool WriteAll(int fd, const std::string& data) {
 }  // namespace
 
 Sandbox::Sandbox(std::chrono::milliseconds time_limit, std::string binary)
-    : time_limit_(time_limit), binary_(binary.empty() ? "/proc/self/exe" : std::move(binary)) {
+    : time_limit_(time_limit), binary_(binary.empty() ? CodegenBinary() : std::move(binary)) {
   // A child that dies while we write to it must not kill us with SIGPIPE.
   ::signal(SIGPIPE, SIG_IGN);
 }
@@ -176,39 +174,6 @@ JobResult Sandbox::RunOnce(const MeasureJob& job) {
     }
     pending_.append(buf, static_cast<size_t>(n));
   }
-}
-
-int RunSandboxChild() {
-  // Answers go to a private copy of stdout; anything else that writes to stdout (a log line, a
-  // library) lands on stderr instead of corrupting the protocol.
-  int answer_fd = ::dup(1);
-  ::dup2(2, 1);
-  FILE* answers = ::fdopen(answer_fd, "w");
-  if (!answers) return 1;
-  JobRunner runner;  // its JIT and caches live as long as this child
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    if (line.empty()) continue;
-    JobResult result;
-    try {
-      result = runner.Run(JobFromJson(line));
-    } catch (const std::exception& e) {
-      // A job this child cannot read: answer for its id when it has one, so the parent does not
-      // wait.
-      MeasureJob unreadable;
-      try {
-        unreadable.id = nlohmann::json::parse(line).at("id").get<int64_t>();
-      } catch (const std::exception&) {
-        unreadable.id = -1;
-      }
-      unreadable.plans.push_back({"job", "{}"});
-      result = FailedResult(unreadable, fmt::format("unreadable job: {}", e.what()));
-    }
-    std::string out = ResultToJson(result) + "\n";
-    std::fwrite(out.data(), 1, out.size(), answers);
-    std::fflush(answers);
-  }
-  return 0;
 }
 
 }  // namespace fusetune

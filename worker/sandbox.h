@@ -1,11 +1,12 @@
 #pragma once
 // The sandbox: measurement jobs run in a child process, so a kernel that crashes or hangs fails its
-// job, not the worker or the server. The child is this same binary started as
-// `fusetune sandbox-child`; it reads jobs as JSON lines on stdin and answers each with a JSON line
-// on stdout. It stays up between jobs, with its JIT and its caches of compiled kernels and
-// reference values (worker/job_runner.h): starting a process and LLVM, compiling again and
-// interpreting again for every job would dominate the time of small kernels. After a crash or a
-// time-out it is replaced (the caches start empty) and the next job runs.
+// job, not the worker or the server. The child is `fusetune-codegen sandbox-child` (the executable
+// with LLVM, worker/codegen_binary.h; its loop is worker/sandbox_child.h); it reads jobs as JSON
+// lines on stdin and answers each with a JSON line on stdout. It stays up between jobs, with its
+// JIT and its caches of compiled kernels and reference values (worker/job_runner.h): starting a
+// process and LLVM, compiling again and interpreting again for every job would dominate the time
+// of small kernels. After a crash or a time-out it is replaced (the caches start empty) and the
+// next job runs.
 #include <sys/types.h>
 #include <chrono>
 #include <string>
@@ -16,7 +17,7 @@ namespace fusetune {
 
 class Sandbox {
  public:
-  // `binary`: the fusetune executable (default: this process's own, /proc/self/exe).
+  // `binary`: the executable to start as `BINARY sandbox-child` (default: CodegenBinary()).
   explicit Sandbox(std::chrono::milliseconds time_limit = std::chrono::seconds(60),
                    std::string binary = "");
   ~Sandbox();
@@ -39,8 +40,5 @@ class Sandbox {
   std::string pending_;  // bytes read past the last answer line
   bool child_died_ = false;
 };
-
-// The child's main loop: `fusetune sandbox-child`. Returns the exit code.
-int RunSandboxChild();
 
 }  // namespace fusetune

@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""CPU and wall time of starting `fusetune`: `--version` and a `query` of a tuned store.
+"""CPU and wall time of starting `fusetune`: `--version`, `check` of GRAPH, a `query` of a tuned
+store, and `sandbox-child` with no jobs: what a tune pays to start its sandbox child, which is
+BINARY-codegen when that exists (the code generator `fusetune` starts, worker/codegen_binary.h).
 
     bench/startup/start_cost.py RUNS DB GRAPH DIMS BINARY...
     bench/startup/start_cost.py 30 /tmp/tr.db examples/bmm_where_dyn.relay x.1,y.1=192 \\
@@ -21,8 +23,11 @@ def main():
     runs, db, graph, dims = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     binaries = sys.argv[5:]
     commands = {"--version": ["--version"],
-                "query": ["query", "--db", db, graph, "--dim", dims]}
+                "check": ["check", graph],
+                "query": ["query", "--db", db, graph, "--dim", dims],
+                "sandbox": ["sandbox-child"]}
     devnull = os.open(os.devnull, os.O_WRONLY)
+    no_input = os.open(os.devnull, os.O_RDONLY)
     results = {(b, c): ([], []) for b in binaries for c in commands}
     for _ in range(runs):
         for binary in binaries:
@@ -30,9 +35,13 @@ def main():
                 start = time.perf_counter()
                 pid = os.fork()
                 if pid == 0:
+                    os.dup2(no_input, 0)  # sandbox-child: no jobs, it exits at once
                     os.dup2(devnull, 1)
                     os.dup2(devnull, 2)
-                    os.execv(binary, [binary] + args)
+                    run = binary
+                    if name == "sandbox" and os.path.exists(binary + "-codegen"):
+                        run = binary + "-codegen"
+                    os.execv(run, [run] + args)
                 _, status, usage = os.wait4(pid, 0)
                 wall = (time.perf_counter() - start) * 1e3
                 if os.waitstatus_to_exitcode(status) != 0:

@@ -118,14 +118,17 @@ TEST_F(DockerfileTest, RuntimeRunsTheCopiedBinaryAsNonRoot) {
   // The same uid as Kubernetes' runAsUser, so the volume's fsGroup and the user agree.
   EXPECT_EQ(user, "10001");
 
-  bool copied = false;
-  for (const std::string& copy : Values(runtime, "COPY")) {
-    std::vector<std::string> w = Words(copy);
-    if (w.size() == 3 && w[0] == "--from=builder" && w[1].ends_with("/fusetune") &&
-        w[2] == "/usr/local/bin/fusetune")
-      copied = true;
+  // `fusetune` execs `fusetune-codegen` from its own directory (worker/codegen_binary.h).
+  for (const std::string name : {"fusetune", "fusetune-codegen"}) {
+    bool copied = false;
+    for (const std::string& copy : Values(runtime, "COPY")) {
+      std::vector<std::string> w = Words(copy);
+      if (w.size() == 3 && w[0] == "--from=builder" && w[1].ends_with("/" + name) &&
+          w[2] == "/usr/local/bin/" + name)
+        copied = true;
+    }
+    EXPECT_TRUE(copied) << "no COPY --from=builder .../" << name << " /usr/local/bin/" << name;
   }
-  EXPECT_TRUE(copied) << "no COPY --from=builder .../fusetune /usr/local/bin/fusetune";
   EXPECT_EQ(Values(runtime, "ENTRYPOINT"),
             std::vector<std::string>{R"(["/usr/local/bin/fusetune"])"});
   std::vector<std::string> exposed = Values(runtime, "EXPOSE");
@@ -134,13 +137,14 @@ TEST_F(DockerfileTest, RuntimeRunsTheCopiedBinaryAsNonRoot) {
   EXPECT_EQ(Values(runtime, "VOLUME"), std::vector<std::string>{R"(["/var/lib/fusetune"])"});
 }
 
-// Every library the built binary needs directly belongs to a Debian package the runtime stage
+// Every library the built binaries need directly belongs to a Debian package the runtime stage
 // installs (or one debian:bookworm already has), so the image does not fail at start.
 TEST_F(DockerfileTest, RuntimeInstallsAPackageForEveryLinkedLibrary) {
   if (RunShell("command -v dpkg-query && command -v readelf").exit_code != 0)
     GTEST_SKIP() << "needs dpkg and readelf";
-  Output needed = RunShell(std::string("readelf -d ") + FUSETUNE_BINARY +
-                           " | sed -n 's/.*(NEEDED).*\\[\\(.*\\)\\]/\\1/p'");
+  Output needed =
+      RunShell(std::string("readelf -d ") + FUSETUNE_BINARY + " " + FUSETUNE_CODEGEN_BINARY +
+               " | sed -n 's/.*(NEEDED).*\\[\\(.*\\)\\]/\\1/p' | sort -u");
   ASSERT_EQ(needed.exit_code, 0) << needed.text;
   std::vector<std::string> libraries = Words(needed.text);
   ASSERT_GE(libraries.size(), 5u) << needed.text;
