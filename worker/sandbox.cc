@@ -8,9 +8,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <iostream>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -80,6 +85,7 @@ void Sandbox::Start() {
 }
 
 void Sandbox::Stop() {
+  sent_ahead_.reset();
   if (to_child_ >= 0) ::close(to_child_);
   if (from_child_ >= 0) ::close(from_child_);
   to_child_ = from_child_ = -1;
@@ -91,7 +97,7 @@ void Sandbox::Stop() {
   pid_ = -1;
 }
 
-JobResult Sandbox::Run(const MeasureJob& job) {
+JobResult Sandbox::Run(const MeasureJob& job, const MeasureJob* next) {
   const auto start = std::chrono::steady_clock::now();
   // The parent's own share of the job: what the child did not account for.
   auto with_overhead = [&](JobResult result) {
@@ -100,7 +106,10 @@ JobResult Sandbox::Run(const MeasureJob& job) {
     result.phases.sandbox_ms = std::max(0.0, wall - result.phases.total_ms);
     return result;
   };
-  JobResult result = RunOnce(job);
+  JobResult result = RunOnce(job, next);
+  // The child died with the next job sent: the crash or hang may have been that job's, being
+  // prepared, so this one runs again alone before anything is blamed on it.
+  if (child_died_ && next) result = RunOnce(job, nullptr);
   bool all_failed = !result.plans.empty();
   for (const PlanResult& t : result.plans)
     all_failed &= !t.ok && t.reason == result.plans[0].reason;
@@ -112,7 +121,7 @@ JobResult Sandbox::Run(const MeasureJob& job) {
   for (const JobPlan& plan : job.plans) {
     MeasureJob single = job;
     single.plans = {plan};
-    JobResult one = RunOnce(single);
+    JobResult one = RunOnce(single, nullptr);
     if (merged.target.empty()) merged.target = one.target;
     merged.plans.push_back(one.plans.at(0));
     merged.phases += one.phases;
@@ -121,7 +130,7 @@ JobResult Sandbox::Run(const MeasureJob& job) {
   return with_overhead(std::move(merged));
 }
 
-JobResult Sandbox::RunOnce(const MeasureJob& job) {
+JobResult Sandbox::RunOnce(const MeasureJob& job, const MeasureJob* next) {
   child_died_ = false;
   if (pid_ < 0) Start();
   auto fail = [&](const std::string& reason) {
@@ -136,8 +145,16 @@ JobResult Sandbox::RunOnce(const MeasureJob& job) {
     child_died_ = true;
     return FailedResult(job, why);
   };
-  if (!WriteAll(to_child_, JobToJson(job) + "\n"))
-    return fail("sandbox child did not take the job");
+  if (!sent_ahead_ || *sent_ahead_ != job.id) {
+    if (!WriteAll(to_child_, JobToJson(job) + "\n"))
+      return fail("sandbox child did not take the job");
+  }
+  sent_ahead_.reset();
+  if (next) {
+    if (!WriteAll(to_child_, JobToJson(*next) + "\n"))
+      return fail("sandbox child did not take the job");
+    sent_ahead_ = next->id;
+  }
 
   const auto deadline = std::chrono::steady_clock::now() + time_limit_;
   for (;;) {
@@ -178,6 +195,51 @@ JobResult Sandbox::RunOnce(const MeasureJob& job) {
   }
 }
 
+namespace {
+
+// Job lines read from stdin by a thread of their own, so a job that arrives while another runs is
+// prepared at once (JobRunner::Prepare) and its compiles overlap the running job's timing.
+class JobReader {
+ public:
+  explicit JobReader(JobRunner& runner) : thread_([this, &runner] { Read(runner); }) {}
+  ~JobReader() { thread_.join(); }  // after stdin's end (the caller has seen it)
+  // The next line, or nullopt at the end of stdin.
+  std::optional<std::string> Next() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    arrived_.wait(lock, [&] { return !lines_.empty() || done_; });
+    if (lines_.empty()) return std::nullopt;
+    std::string line = std::move(lines_.front());
+    lines_.pop_front();
+    return line;
+  }
+
+ private:
+  void Read(JobRunner& runner) {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (line.empty()) continue;
+      try {
+        runner.Prepare(JobFromJson(line));
+      } catch (const std::exception&) {
+        // Unreadable: the main loop answers it.
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.push_back(std::move(line));
+      arrived_.notify_one();
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+    arrived_.notify_one();
+  }
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<std::string> lines_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+}  // namespace
+
 int RunSandboxChild() {
   // Answers go to a private copy of stdout; anything else that writes to stdout (a log line, a
   // library) lands on stderr instead of corrupting the protocol.
@@ -186,18 +248,17 @@ int RunSandboxChild() {
   FILE* answers = ::fdopen(answer_fd, "w");
   if (!answers) return 1;
   JobRunner runner;  // its JIT and caches live as long as this child
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    if (line.empty()) continue;
+  JobReader reader(runner);
+  while (std::optional<std::string> line = reader.Next()) {
     JobResult result;
     try {
-      result = runner.Run(JobFromJson(line));
+      result = runner.Run(JobFromJson(*line));
     } catch (const std::exception& e) {
       // A job this child cannot read: answer for its id when it has one, so the parent does not
       // wait.
       MeasureJob unreadable;
       try {
-        unreadable.id = nlohmann::json::parse(line).at("id").get<int64_t>();
+        unreadable.id = nlohmann::json::parse(*line).at("id").get<int64_t>();
       } catch (const std::exception&) {
         unreadable.id = -1;
       }
