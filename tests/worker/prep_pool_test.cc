@@ -104,7 +104,8 @@ MeasureJob Job(int64_t id, int threads, std::vector<std::string> schedules) {
 }
 
 std::string Key(const Graph& g, const std::string& schedule, int threads) {
-  FusedGroup group = *AnalyzeGroup(g, {2, 3});
+  const std::vector<ValueId> nodes = {2, 3};
+  FusedGroup group = *AnalyzeGroup(g, nodes);
   return KernelKey(g, group, Schedule::Parse(schedule), codegen::HostTarget().Fingerprint(),
                    threads, 3);
 }
