@@ -32,8 +32,10 @@ std::vector<JobResult> LocalBackend::RunJobs(const std::vector<MeasureJob>& jobs
   std::vector<JobResult> results;
   results.reserve(jobs.size());
   JobPhases batch;
-  for (const MeasureJob& job : jobs) {
-    results.push_back(sandbox_.Run(job));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const MeasureJob& job = jobs[i];
+    // The next job goes along, so the child compiles it while this one is timed.
+    results.push_back(sandbox_.Run(job, i + 1 < jobs.size() ? &jobs[i + 1] : nullptr));
     if (spdlog::should_log(spdlog::level::trace)) {
       std::string plans;
       for (const PlanResult& p : results.back().plans)

@@ -1,5 +1,6 @@
 #pragma once
-// `--local`: measurement jobs run one at a time in a sandbox child process of this binary. The
+// `--local`: measurement jobs run one at a time in a sandbox child process of this binary, each
+// with the next one sent along so the child compiles it while this one is timed. The
 // embedded default: no daemons, one machine. With `--log-level debug` it logs where the time of
 // each batch of jobs went (worker/job.h JobPhases), and the time between batches, which is the
 // tuner's own (search, store writes).

@@ -18,10 +18,37 @@ struct PlanExecutor::Step {
   std::vector<void*> buffers;  // group inputs, then outputs (kernel_abi.h)
 };
 
+namespace {
+constexpr int kOptLevel = 3;
+}
+
+std::vector<KernelOrder> PlanKernels(const Graph& graph, const Plan& plan, const codegen::Jit& jit,
+                                     int threads) {
+  std::vector<KernelOrder> orders;
+  for (const PlanGroup& pg : plan.groups) {
+    std::string why;
+    std::optional<FusedGroup> group = AnalyzeGroup(graph, pg.nodes, &why);
+    if (!group) throw UserError("plan group is not lowerable: " + why);
+    KernelOrder order;
+    order.key =
+        KernelKey(graph, *group, pg.schedule, jit.target().Fingerprint(), threads, kOptLevel);
+    order.group = std::move(*group);
+    order.schedule = pg.schedule;
+    orders.push_back(std::move(order));
+  }
+  return orders;
+}
+
+std::shared_ptr<const codegen::CompiledKernel> CompileKernel(const Graph& graph,
+                                                             const KernelOrder& order,
+                                                             codegen::Jit& jit, int threads) {
+  const codegen::CompileOptions options{.opt_level = kOptLevel, .threads = threads};
+  return codegen::CompileGroup(graph, order.group, order.schedule, jit, options);
+}
+
 PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
                            KernelCache* kernels)
     : graph_(graph), plan_(plan), threads_(threads) {
-  const codegen::CompileOptions options{.opt_level = 3, .threads = threads};
   ValidatePlan(graph, plan);
   runtime::SetNumThreads(threads);
   values_.resize(graph.values().size());
@@ -29,24 +56,17 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
     const Value& value = graph.value(v);
     if (value.kind == ValueKind::kConst && value.data) values_[v] = *value.data;
   }
-  for (const PlanGroup& pg : plan.groups) {
-    std::string why;
-    std::optional<FusedGroup> group = AnalyzeGroup(graph, pg.nodes, &why);
-    if (!group) throw UserError("plan group is not lowerable: " + why);
+  std::vector<KernelOrder> orders = PlanKernels(graph, plan, jit, threads);
+  for (size_t i = 0; i < orders.size(); ++i) {
     Step step;
-    step.group = *group;
-    step.schedule = pg.schedule;
-    std::string key;
-    if (kernels) {
-      key = KernelKey(graph, step.group, pg.schedule, jit.target().Fingerprint(), threads,
-                      options.opt_level);
-      step.kernel = kernels->Find(key);
-    }
+    if (kernels) step.kernel = kernels->Find(orders[i].key);
     if (!step.kernel) {
-      step.kernel = codegen::CompileGroup(graph, step.group, pg.schedule, jit, options);
+      step.kernel = CompileKernel(graph, orders[i], jit, threads);
       ++compiled_;
-      if (kernels) kernels->Put(key, step.kernel);
+      if (kernels) kernels->Put(orders[i].key, step.kernel);
     }
+    step.group = std::move(orders[i].group);
+    step.schedule = plan.groups[i].schedule;
     for (ValueId out : step.group.outputs) values_[out] = Tensor(graph.value(out).type);
     steps_.push_back(std::move(step));
   }

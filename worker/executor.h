@@ -29,6 +29,22 @@ struct PlanProfile {
   Timing total;  // the whole sequence of kernels per call
 };
 
+// A kernel the executor needs for one group of a plan: its key in a KernelCache and what to
+// compile under it. The executor and whoever compiles its kernels ahead (worker/job_runner.h)
+// both take them from here, so a kernel compiled ahead is the one the executor would compile.
+struct KernelOrder {
+  std::string key;
+  FusedGroup group;
+  Schedule schedule;
+};
+// One per group of `plan`, in plan order. Throws UserError for a group that is not lowerable.
+std::vector<KernelOrder> PlanKernels(const Graph& graph, const Plan& plan, const codegen::Jit& jit,
+                                     int threads);
+// Compiles `order`'s kernel as the executor would.
+std::shared_ptr<const codegen::CompiledKernel> CompileKernel(const Graph& graph,
+                                                             const KernelOrder& order,
+                                                             codegen::Jit& jit, int threads);
+
 class PlanExecutor {
  public:
   // Validates the plan and compiles every group for `threads` threads (which it also sets on the

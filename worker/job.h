@@ -12,7 +12,8 @@
 // Fault injection for tests: with FUSETUNE_TEST_INJECT=crash:OP, hang:OP or wrong:OP in the
 // environment of the process that runs jobs, every fused group (two or more ops) that holds an op
 // named OP crashes, hangs, or computes a wrong result, so tests can prove such kernels are recorded
-// invalid and the search goes on.
+// invalid and the search goes on. compile_crash:OP crashes the process while such a group's kernel
+// compiles (which may be ahead of its job, while an earlier job runs: worker/job_runner.h).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -21,20 +22,27 @@
 namespace fusetune {
 namespace {
 
-// FUSETUNE_TEST_INJECT=crash:OP|hang:OP|wrong:OP (see job.h): the fault this plan should show.
-std::string InjectedFault(const Graph& g, const Plan& plan) {
+// FUSETUNE_TEST_INJECT=KIND:OP (see job.h): KIND when some fused group of `groups` (node lists)
+// holds an op named OP, else "".
+std::string InjectedFault(const Graph& g, const std::vector<std::vector<ValueId>>& groups) {
   const char* spec = std::getenv("FUSETUNE_TEST_INJECT");
   if (!spec) return "";
   std::string s = spec;
   size_t colon = s.find(':');
   if (colon == std::string::npos) return "";
   std::string kind = s.substr(0, colon), op = s.substr(colon + 1);
-  for (const PlanGroup& group : plan.groups) {
-    if (group.nodes.size() < 2) continue;
-    for (ValueId v : group.nodes)
+  for (const std::vector<ValueId>& nodes : groups) {
+    if (nodes.size() < 2) continue;
+    for (ValueId v : nodes)
       if (g.value(v).op->name == op) return kind;
   }
   return "";
+}
+
+std::string InjectedFault(const Graph& g, const Plan& plan) {
+  std::vector<std::vector<ValueId>> groups;
+  for (const PlanGroup& group : plan.groups) groups.push_back(group.nodes);
+  return InjectedFault(g, groups);
 }
 
 double MsSince(std::chrono::steady_clock::time_point start) {
@@ -59,9 +67,12 @@ struct PlanRun {
   const std::vector<Tensor>& reference;
   codegen::Jit& jit;
   KernelCache& kernels;
+  PrepPool& pool;
+  // Waits until every kernel of the plan is in `kernels`; rethrows a compile's error.
+  std::function<void(const Plan&)> await_kernels;
 };
 
-PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, JobReuse& reuse) {
+PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, int& kernels) {
   const Graph& g = run.graph;
   PlanResult r;
   r.name = job_plan.name;
@@ -70,10 +81,10 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
   try {
     Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
     const std::string fault = InjectedFault(g, plan);
+    run.await_kernels(plan);
     PlanExecutor executor(g, plan, run.jit, run.job.threads, &run.kernels);
     r.compile_ms = MsSince(start);
-    reuse.kernels_compiled += executor.num_compiled();
-    reuse.kernels_reused += executor.num_kernels() - executor.num_compiled();
+    kernels += executor.num_kernels();
     stage = "run";
     start = std::chrono::steady_clock::now();
     executor.SetInputs(run.inputs);
@@ -95,6 +106,9 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
       return r;
     }
     stage = "timing";
+    start = std::chrono::steady_clock::now();
+    PrepPool::Timing quiet(run.pool, run.job.threads);  // waits for compiles on its cores
+    r.compile_ms += MsSince(start);
     start = std::chrono::steady_clock::now();
     PlanProfile profile = executor.Measure(JobTiming(run.job.timing, best_us, call_ms),
                                            PlanExecutor::KernelTimes::kInSequence);
@@ -131,8 +145,82 @@ TimingOptions JobTiming(const TimingOptions& asked, double best_us, double check
   return t;
 }
 
-JobRunner::JobRunner() = default;
+int DefaultPrepThreads() {
+  if (const char* n = std::getenv("FUSETUNE_PREP_THREADS")) return std::max(0, std::atoi(n));
+  return UsableCores();
+}
+
+JobRunner::JobRunner(int prep_threads) : pool_(prep_threads) {}
 JobRunner::~JobRunner() = default;
+
+codegen::Jit& JobRunner::jit() {
+  std::lock_guard<std::mutex> lock(jit_mutex_);
+  if (!jit_) jit_ = std::make_unique<codegen::Jit>();
+  return *jit_;
+}
+
+std::shared_future<void> JobRunner::EnsureKernel(std::shared_ptr<const Graph> graph,
+                                                 KernelOrder order, int threads, int64_t job_id) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (kernels_.Contains(order.key)) {
+    std::promise<void> ready;
+    ready.set_value();
+    return ready.get_future().share();
+  }
+  if (auto it = failed_.find(order.key); it != failed_.end()) {
+    std::promise<void> failed;
+    failed.set_exception(it->second);
+    return failed.get_future().share();
+  }
+  if (auto it = compiling_.find(order.key); it != compiling_.end()) return it->second;
+  ++prepared_[job_id].kernels_compiled;
+  const std::string key = order.key;
+  codegen::Jit& jit = this->jit();
+  auto compile = [this, graph, order = std::move(order), threads, &jit] {
+    try {
+      if (InjectedFault(*graph, {order.group.nodes}) == "compile_crash") std::raise(SIGSEGV);
+      kernels_.Put(order.key, CompileKernel(*graph, order, jit, threads));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      failed_[order.key] = std::current_exception();
+      compiling_.erase(order.key);
+      throw;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    compiling_.erase(order.key);
+  };
+  if (pool_.cores() == 0) {  // no pool: the caller compiles, outside the lock
+    std::packaged_task<void()> task(std::move(compile));
+    std::shared_future<void> done = task.get_future().share();
+    lock.unlock();
+    task();
+    return done;
+  }
+  std::shared_future<void> done = pool_.Submit(std::move(compile));
+  compiling_.emplace(key, done);
+  return done;
+}
+
+void JobRunner::Prepare(const MeasureJob& job) {
+  if (pool_.cores() == 0) return;  // nothing can run ahead
+  try {
+    auto graph =
+        std::make_shared<const Graph>(ParseRelay(job.graph_text, fmt::format("job {}", job.id)));
+    pool_.Submit([this, graph, seed = job.seed, id = job.id] {
+      std::lock_guard<std::mutex> lock(reference_mutex_);
+      const int evaluated = references_.Get(*graph, seed).evaluated;
+      std::lock_guard<std::mutex> count(mutex_);
+      if (evaluated > 0) prepared_[id].reference_evaluated += evaluated;
+    });
+    for (const JobPlan& job_plan : job.plans) {
+      Plan plan = PlanFromJson(*graph, job_plan.json, job_plan.name);
+      for (KernelOrder& order : PlanKernels(*graph, plan, jit(), job.threads))
+        EnsureKernel(graph, std::move(order), job.threads, job.id);
+    }
+  } catch (const std::exception&) {
+    // A job or plan that cannot be read: Run reports it.
+  }
+}
 
 JobResult JobRunner::Run(const MeasureJob& job) {
   const auto job_start = std::chrono::steady_clock::now();
@@ -140,25 +228,57 @@ JobResult JobRunner::Run(const MeasureJob& job) {
   result.id = job.id;
   JobPhases& phases = result.phases;
   auto start = job_start;
-  Graph g = ParseRelay(job.graph_text, fmt::format("job {}", job.id));
+  auto graph =
+      std::make_shared<const Graph>(ParseRelay(job.graph_text, fmt::format("job {}", job.id)));
+  const Graph& g = *graph;
   phases.parse_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
-  ReferenceCache::Reference reference = references_.Get(g, job.seed);
+  ReferenceCache::Reference reference;
+  {
+    std::lock_guard<std::mutex> lock(reference_mutex_);
+    reference = references_.Get(g, job.seed);
+  }
   phases.reference_ms = MsSince(start);
-  result.reuse.reference_nodes_evaluated = reference.evaluated;
   start = std::chrono::steady_clock::now();
-  if (!jit_) jit_ = std::make_unique<codegen::Jit>();
-  result.target = jit_->target().Fingerprint();
+  codegen::Jit& jit = this->jit();
+  result.target = jit.target().Fingerprint();
   phases.setup_ms = MsSince(start);
-  const PlanRun run{g, job, reference.inputs, reference.outputs, *jit_, kernels_};
+  // Every plan's kernels queued at once (in parallel on the pool), then awaited plan by plan.
+  // Without a pool they compile here, one by one: that is the job's compile time.
+  start = std::chrono::steady_clock::now();
+  for (const JobPlan& job_plan : job.plans) {
+    try {
+      Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
+      for (KernelOrder& order : PlanKernels(g, plan, jit, job.threads))
+        EnsureKernel(graph, std::move(order), job.threads, job.id);
+    } catch (const std::exception&) {
+      // RunPlan reports the plan's error.
+    }
+  }
+  auto await_kernels = [&](const Plan& plan) {
+    for (KernelOrder& order : PlanKernels(g, plan, jit, job.threads))
+      EnsureKernel(graph, std::move(order), job.threads, job.id).get();
+  };
+  const PlanRun run{g,        job,   reference.inputs, reference.outputs, jit,
+                    kernels_, pool_, await_kernels};
+  phases.compile_ms = MsSince(start);
   double best_us = 0;
+  int kernels = 0;
   for (const JobPlan& plan : job.plans) {
-    result.plans.push_back(RunPlan(run, plan, best_us, result.reuse));
+    result.plans.push_back(RunPlan(run, plan, best_us, kernels));
     const PlanResult& r = result.plans.back();
     if (r.ok && (best_us == 0 || r.median_us < best_us)) best_us = r.median_us;
     phases.compile_ms += r.compile_ms;
     phases.check_ms += r.check_ms;
     phases.timing_ms += r.timing_ms;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Prepared prepared = prepared_[job.id];
+    prepared_.erase(job.id);
+    result.reuse.kernels_compiled = prepared.kernels_compiled;
+    result.reuse.kernels_reused = std::max(0, kernels - prepared.kernels_compiled);
+    result.reuse.reference_nodes_evaluated = reference.evaluated + prepared.reference_evaluated;
   }
   phases.total_ms = MsSince(job_start);
   return result;

@@ -6,10 +6,26 @@
 //
 // Timing is the worker's choice within what the job asks (repeat length, at most `repeat`
 // repeats): adaptive, and racing the plans of one job against each other (JobTiming).
+//
+// Compiling and the reference run ahead on a PrepPool (worker/prep_pool.h): Prepare(job) queues
+// the job's reference and its kernels as soon as the job is known (the sandbox child calls it for
+// the next job while the current one runs), and Run waits only for what is not ready yet. A
+// job's kernels compile in parallel with each other, and with a 1-thread timing on a machine of
+// two cores the next job's compile overlaps this job's timing; a timing never shares its cores
+// with a compile (PrepPool::Timing). A kernel compiled ahead is the one the executor would compile
+// (worker/executor.h PlanKernels), kept in the kernel cache under the same key.
+#include <exception>
+#include <future>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
+#include "ir/graph.h"
+#include "worker/executor.h"
 #include "worker/job.h"
 #include "worker/kernel_cache.h"
+#include "worker/prep_pool.h"
 #include "worker/reference_cache.h"
 
 namespace fusetune {
@@ -24,12 +40,21 @@ class Jit;
 // all of them when it lasted a repeat (a call that long has touched everything it will touch).
 TimingOptions JobTiming(const TimingOptions& asked, double best_us, double check_call_ms = 0);
 
+// The threads of a JobRunner's PrepPool: FUSETUNE_PREP_THREADS when set (0: compile and
+// interpret on the job's own thread, one kernel at a time), else the cores this process may use.
+int DefaultPrepThreads();
+
 class JobRunner {
  public:
-  JobRunner();
+  explicit JobRunner(int prep_threads = DefaultPrepThreads());
   ~JobRunner();
   JobRunner(const JobRunner&) = delete;
   JobRunner& operator=(const JobRunner&) = delete;
+
+  // Queues the work `job` will need (its reference values, then its kernels) on the pool, to be
+  // done before or while earlier jobs run. Thread-safe, and only a head start: Run does whatever
+  // was not prepared. A job that cannot be read is left to Run to report.
+  void Prepare(const MeasureJob& job);
 
   // Parses the job, gets its inputs and reference outputs, then compiles, checks and times each
   // plan. A kernel that cannot be compiled or computes a wrong result is a failed PlanResult with
@@ -38,11 +63,30 @@ class JobRunner {
 
   const KernelCache& kernels() const { return kernels_; }
   const ReferenceCache& references() const { return references_; }
+  const PrepPool& pool() const { return pool_; }
 
  private:
-  std::unique_ptr<codegen::Jit> jit_;  // made by the first job, so its cost is that job's setup
+  codegen::Jit& jit();  // made by the first job (prepared or run), so its cost is that job's
+  // The kernel of `order` in the cache, being compiled, or queued now; counts a queued compile
+  // as `job_id`'s. The future rethrows the compile's error.
+  std::shared_future<void> EnsureKernel(std::shared_ptr<const Graph> graph, KernelOrder order,
+                                        int threads, int64_t job_id);
+  std::shared_future<void> EnsureReference(std::shared_ptr<const Graph> graph, uint64_t seed);
+
+  std::mutex jit_mutex_;
+  std::unique_ptr<codegen::Jit> jit_;
   KernelCache kernels_;
+  std::mutex reference_mutex_;  // the ReferenceCache is not thread-safe
   ReferenceCache references_;
+  std::mutex mutex_;                                                     // the maps below
+  std::unordered_map<std::string, std::shared_future<void>> compiling_;  // by kernel key
+  std::unordered_map<std::string, std::exception_ptr> failed_;           // by kernel key
+  struct Prepared {  // what a job's preparation made, reported by its run
+    int kernels_compiled = 0;
+    int reference_evaluated = 0;
+  };
+  std::unordered_map<int64_t, Prepared> prepared_;  // by job id
+  PrepPool pool_;  // last: its threads stop before anything they use is destroyed
 };
 
 }  // namespace fusetune

@@ -28,6 +28,7 @@ std::string KernelKey(const Graph& graph, const FusedGroup& group, const Schedul
 KernelCache::KernelCache(size_t max_kernels) : max_kernels_(std::max<size_t>(1, max_kernels)) {}
 
 std::shared_ptr<const codegen::CompiledKernel> KernelCache::Find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     ++misses_;
@@ -38,8 +39,14 @@ std::shared_ptr<const codegen::CompiledKernel> KernelCache::Find(const std::stri
   return it->second.kernel;
 }
 
+bool KernelCache::Contains(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.count(key) > 0;
+}
+
 void KernelCache::Put(const std::string& key,
                       std::shared_ptr<const codegen::CompiledKernel> kernel) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = entries_.find(key); it != entries_.end()) {
     it->second.kernel = std::move(kernel);
     recency_.splice(recency_.begin(), recency_, it->second.position);
@@ -51,6 +58,21 @@ void KernelCache::Put(const std::string& key,
   }
   recency_.push_front(key);
   entries_.emplace(key, Entry{std::move(kernel), recency_.begin()});
+}
+
+size_t KernelCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+int64_t KernelCache::hits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hits_;
+}
+
+int64_t KernelCache::misses() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return misses_;
 }
 
 }  // namespace fusetune

@@ -3,10 +3,12 @@
 // compiles a kernel that a candidate job already compiled. A kernel is found only under the exact
 // key of what its code depends on (KernelKey): the group's structure in kernel-argument order, the
 // schedule, the target, the thread count and the optimisation level. Bounded in kernels; the least
-// recently used leave first (a plan that still holds one keeps it alive).
+// recently used leave first (a plan that still holds one keeps it alive). Thread-safe: kernels
+// compiled ahead on other threads (worker/prep_pool.h) are put here.
 #include <cstddef>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -29,17 +31,19 @@ class KernelCache {
   explicit KernelCache(size_t max_kernels = 1024);
 
   std::shared_ptr<const codegen::CompiledKernel> Find(const std::string& key);
+  bool Contains(const std::string& key) const;  // neither a hit nor a miss, nor a use
   void Put(const std::string& key, std::shared_ptr<const codegen::CompiledKernel> kernel);
 
-  size_t size() const { return entries_.size(); }
-  int64_t hits() const { return hits_; }
-  int64_t misses() const { return misses_; }
+  size_t size() const;
+  int64_t hits() const;
+  int64_t misses() const;
 
  private:
   struct Entry {
     std::shared_ptr<const codegen::CompiledKernel> kernel;
     std::list<std::string>::iterator position;  // in recency_, most recent first
   };
+  mutable std::mutex mutex_;
   size_t max_kernels_;
   std::unordered_map<std::string, Entry> entries_;
   std::list<std::string> recency_;

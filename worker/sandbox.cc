@@ -78,6 +78,7 @@ void Sandbox::Start() {
 }
 
 void Sandbox::Stop() {
+  sent_ahead_.reset();
   if (to_child_ >= 0) ::close(to_child_);
   if (from_child_ >= 0) ::close(from_child_);
   to_child_ = from_child_ = -1;
@@ -89,7 +90,7 @@ void Sandbox::Stop() {
   pid_ = -1;
 }
 
-JobResult Sandbox::Run(const MeasureJob& job) {
+JobResult Sandbox::Run(const MeasureJob& job, const MeasureJob* next) {
   const auto start = std::chrono::steady_clock::now();
   // The parent's own share of the job: what the child did not account for.
   auto with_overhead = [&](JobResult result) {
@@ -98,7 +99,10 @@ JobResult Sandbox::Run(const MeasureJob& job) {
     result.phases.sandbox_ms = std::max(0.0, wall - result.phases.total_ms);
     return result;
   };
-  JobResult result = RunOnce(job);
+  JobResult result = RunOnce(job, next);
+  // The child died with the next job sent: the crash or hang may have been that job's, being
+  // prepared, so this one runs again alone before anything is blamed on it.
+  if (child_died_ && next) result = RunOnce(job, nullptr);
   bool all_failed = !result.plans.empty();
   for (const PlanResult& t : result.plans)
     all_failed &= !t.ok && t.reason == result.plans[0].reason;
@@ -110,7 +114,7 @@ JobResult Sandbox::Run(const MeasureJob& job) {
   for (const JobPlan& plan : job.plans) {
     MeasureJob single = job;
     single.plans = {plan};
-    JobResult one = RunOnce(single);
+    JobResult one = RunOnce(single, nullptr);
     if (merged.target.empty()) merged.target = one.target;
     merged.plans.push_back(one.plans.at(0));
     merged.phases += one.phases;
@@ -119,7 +123,7 @@ JobResult Sandbox::Run(const MeasureJob& job) {
   return with_overhead(std::move(merged));
 }
 
-JobResult Sandbox::RunOnce(const MeasureJob& job) {
+JobResult Sandbox::RunOnce(const MeasureJob& job, const MeasureJob* next) {
   child_died_ = false;
   if (pid_ < 0) Start();
   auto fail = [&](const std::string& reason) {
@@ -134,8 +138,16 @@ JobResult Sandbox::RunOnce(const MeasureJob& job) {
     child_died_ = true;
     return FailedResult(job, why);
   };
-  if (!WriteAll(to_child_, JobToJson(job) + "\n"))
-    return fail("sandbox child did not take the job");
+  if (!sent_ahead_ || *sent_ahead_ != job.id) {
+    if (!WriteAll(to_child_, JobToJson(job) + "\n"))
+      return fail("sandbox child did not take the job");
+  }
+  sent_ahead_.reset();
+  if (next) {
+    if (!WriteAll(to_child_, JobToJson(*next) + "\n"))
+      return fail("sandbox child did not take the job");
+    sent_ahead_ = next->id;
+  }
 
   const auto deadline = std::chrono::steady_clock::now() + time_limit_;
   for (;;) {

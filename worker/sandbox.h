@@ -9,6 +9,8 @@
 // next job runs.
 #include <sys/types.h>
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "worker/job.h"
@@ -27,10 +29,15 @@ class Sandbox {
   // Runs `job` in the child. A crash, a hang past the time limit or a garbled answer fails the
   // plans it took down, with the reason (a job of several plans is then run again plan by plan, so
   // only the guilty plan fails); the child is restarted for the next job.
-  JobResult Run(const MeasureJob& job);
+  //
+  // `next`, when given, is the job the caller will run next: it is sent along, so the child
+  // prepares it (compiles its kernels, computes its reference) while `job` runs; the next call
+  // must then be Run(*next, ...). When the child dies with a job sent ahead, `job` runs again
+  // alone first, so a crash or hang while preparing the next job costs only that job.
+  JobResult Run(const MeasureJob& job, const MeasureJob* next = nullptr);
 
  private:
-  JobResult RunOnce(const MeasureJob& job);
+  JobResult RunOnce(const MeasureJob& job, const MeasureJob* next);
   void Start();
   void Stop();
   std::chrono::milliseconds time_limit_;
@@ -39,6 +46,7 @@ class Sandbox {
   int to_child_ = -1, from_child_ = -1;
   std::string pending_;  // bytes read past the last answer line
   bool child_died_ = false;
+  std::optional<int64_t> sent_ahead_;  // the id of a job the child has but was not yet asked for
 };
 
 }  // namespace fusetune

@@ -79,6 +79,33 @@ TEST(Sandbox, AHangCostsOnlyItsJob) {
   ASSERT_TRUE(next.plans.at(0).ok) << next.plans[0].reason;
 }
 
+TEST(Sandbox, ACrashWhileCompilingAheadCostsOnlyItsJob) {
+  Inject inject("compile_crash:exp");
+  Sandbox sandbox(std::chrono::seconds(60), FUSETUNE_BINARY);
+  MeasureJob first = Job(1, kUnfused), guilty = Job(2, kFusedExp), last = Job(3, kUnfused);
+  // The guilty job's kernel compiles while the first job runs, and takes its child down.
+  JobResult a = sandbox.Run(first, &guilty);
+  ASSERT_TRUE(a.plans.at(0).ok) << a.plans[0].reason;
+  JobResult b = sandbox.Run(guilty, &last);
+  ASSERT_EQ(b.plans.size(), 1u);
+  EXPECT_FALSE(b.plans[0].ok);
+  EXPECT_NE(b.plans[0].reason.find("signal"), std::string::npos) << b.plans[0].reason;
+  JobResult c = sandbox.Run(last);
+  ASSERT_TRUE(c.plans.at(0).ok) << c.plans[0].reason;
+}
+
+TEST(Sandbox, TheNextJobSentAlongIsPreparedAndRunsAlike) {
+  Sandbox sandbox(std::chrono::seconds(60), FUSETUNE_BINARY);
+  MeasureJob first = Job(1, kUnfused), second = Job(2, kFusedExp);
+  JobResult a = sandbox.Run(first, &second);
+  JobResult b = sandbox.Run(second);
+  ASSERT_TRUE(a.plans.at(0).ok) << a.plans[0].reason;
+  ASSERT_TRUE(b.plans.at(0).ok) << b.plans[0].reason;
+  EXPECT_EQ(a.reuse.kernels_compiled, 3);
+  EXPECT_EQ(b.reuse.kernels_compiled, 1);  // the fused group; negative's kernel is the first's
+  EXPECT_EQ(b.reuse.kernels_reused, 1);
+}
+
 TEST(Sandbox, OnlyTheGuiltyPlanOfAJobFails) {
   Inject inject("crash:exp");
   Sandbox sandbox(std::chrono::seconds(60), FUSETUNE_BINARY);

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -45,11 +48,50 @@ void InitializeLlvmOnce() {
 struct JitState {
   TargetInfo target;
   int codegen_level = 3;
-  std::unique_ptr<llvm::TargetMachine> machine;  // for optimisation and assembly listings
+  std::optional<llvm::orc::JITTargetMachineBuilder> builder;
+  std::optional<llvm::DataLayout> layout;
   std::unique_ptr<llvm::orc::LLJIT> lljit;
-  std::mutex mutex;  // LLJIT calls are serialised: one worker compiles one kernel at a time
+  std::mutex mutex;  // LLJIT calls (adding objects, lookups, removals) are serialised
   std::atomic<int64_t> next_id{0};
+  // Target machines for optimisation and code generation. A TargetMachine caches per-function
+  // subtargets without a lock, so each compiling thread borrows one of its own (MachineLease);
+  // compiles on several threads run in parallel up to adding the object to the JIT.
+  std::mutex machines_mutex;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> spare_machines;
 };
+
+namespace {
+
+// A target machine of the JIT's configuration, for one thread at a time; returned on destruction.
+class MachineLease {
+ public:
+  explicit MachineLease(JitState& state) : state_(state) {
+    {
+      std::lock_guard<std::mutex> lock(state_.machines_mutex);
+      if (!state_.spare_machines.empty()) {
+        machine_ = std::move(state_.spare_machines.back());
+        state_.spare_machines.pop_back();
+      }
+    }
+    if (!machine_)
+      machine_ = Unwrap(state_.builder->createTargetMachine(), "creating the target machine");
+  }
+  ~MachineLease() {
+    std::lock_guard<std::mutex> lock(state_.machines_mutex);
+    state_.spare_machines.push_back(std::move(machine_));
+  }
+  MachineLease(const MachineLease&) = delete;
+  MachineLease& operator=(const MachineLease&) = delete;
+  llvm::TargetMachine& operator*() { return *machine_; }
+  llvm::TargetMachine* operator->() { return machine_.get(); }
+  llvm::TargetMachine* get() { return machine_.get(); }
+
+ private:
+  JitState& state_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
+};
+
+}  // namespace
 
 struct JitCode::Tracker {
   llvm::orc::ResourceTrackerSP tracker;
@@ -95,7 +137,11 @@ Jit::Jit(int codegen_level) : state_(std::make_shared<JitState>()) {
                                                  llvm::CodeGenOpt::Default,
                                                  llvm::CodeGenOpt::Aggressive};
   builder.setCodeGenOptLevel(kLevels[state_->codegen_level]);
-  state_->machine = Unwrap(builder.createTargetMachine(), "creating the target machine");
+  state_->builder = builder;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      Unwrap(builder.createTargetMachine(), "creating the target machine");
+  state_->layout = machine->createDataLayout();
+  state_->spare_machines.push_back(std::move(machine));
   state_->lljit = Unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(),
                          "creating the JIT");
 
@@ -125,7 +171,7 @@ int Jit::codegen_level() const { return state_->codegen_level; }
 
 std::unique_ptr<JitModule> Jit::NewModule(const std::string& name) const {
   auto module = std::make_unique<JitModule>(name);
-  module->module().setDataLayout(state_->machine->createDataLayout());
+  module->module().setDataLayout(*state_->layout);
   module->module().setTargetTriple(state_->target.triple);
   return module;
 }
@@ -149,6 +195,7 @@ void Jit::Verify(JitModule& module) const {
 }
 
 void Jit::Optimize(JitModule& module, int level) const {
+  MachineLease machine(*state_);  // first: it outlives the analyses that refer to it
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -156,7 +203,7 @@ void Jit::Optimize(JitModule& module, int level) const {
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = level >= 2;
   tuning.SLPVectorization = level >= 2;  // off unless asked for
-  llvm::PassBuilder builder(state_->machine.get(), tuning);
+  llvm::PassBuilder builder(machine.get(), tuning);
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);
   builder.registerFunctionAnalyses(fam);
@@ -183,7 +230,8 @@ std::string Jit::Assembly(JitModule& module) const {
   llvm::SmallString<4096> text;
   llvm::raw_svector_ostream os(text);
   llvm::legacy::PassManager passes;
-  if (state_->machine->addPassesToEmitFile(passes, os, nullptr, llvm::CGFT_AssemblyFile)) {
+  MachineLease machine(*state_);
+  if (machine->addPassesToEmitFile(passes, os, nullptr, llvm::CGFT_AssemblyFile)) {
     throw std::runtime_error("the target cannot print assembly");
   }
   passes.run(module.module());
@@ -191,11 +239,19 @@ std::string Jit::Assembly(JitModule& module) const {
 }
 
 std::unique_ptr<JitCode> Jit::Load(std::unique_ptr<JitModule> module) {
+  // Instruction selection here, on this thread's own target machine and outside the JIT's lock
+  // (LLJIT would do it lazily inside the first lookup, under the lock): only linking is serial.
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  {
+    MachineLease machine(*state_);
+    llvm::orc::SimpleCompiler compile(*machine);
+    object = Unwrap(compile(module->module()), "compiling a module");
+  }
+  module.reset();
   std::lock_guard<std::mutex> lock(state_->mutex);
   auto tracker = std::make_unique<JitCode::Tracker>();
   tracker->tracker = state_->lljit->getMainJITDylib().createResourceTracker();
-  llvm::orc::ThreadSafeModule safe(std::move(module->module_), std::move(module->context_));
-  if (llvm::Error error = state_->lljit->addIRModule(tracker->tracker, std::move(safe))) {
+  if (llvm::Error error = state_->lljit->addObjectFile(tracker->tracker, std::move(object))) {
     throw std::runtime_error("adding a module to the JIT: " + ErrorText(std::move(error)));
   }
   return std::unique_ptr<JitCode>(new JitCode(state_, std::move(tracker)));

@@ -3,6 +3,8 @@
 // one JIT per process or worker, one fresh LLVMContext per compiled module (a shared context grows
 // with every compile), each module added under its own ResourceTracker and removed when the
 // returned JitCode is destroyed, so a process that compiles thousands of candidates stays flat.
+// Thread-safe: several threads may compile at once (each optimises and selects instructions on a
+// target machine of its own; only adding the object to the JIT and lookups take a lock).
 //
 //   Jit jit;                                   // host CPU, its features, CodeGenOpt::Aggressive
 //   auto mod = jit.NewModule("k");             // fresh context + module set up for the target

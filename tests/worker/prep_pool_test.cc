@@ -1,0 +1,158 @@
+// Work ahead of timing: the pool runs tasks on the cores a timing leaves free and never on the
+// timing's own; the job runner's kernels compiled ahead are exactly the ones each plan needs (its
+// schedule, target and thread count), and the results they give agree with the reference.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "ir/fusion.h"
+#include "ir/plan.h"
+#include "ir/text/relay_parser.h"
+#include "worker/codegen/target.h"
+#include "worker/job_runner.h"
+#include "worker/kernel_cache.h"
+#include "worker/prep_pool.h"
+
+namespace fusetune {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Tasks of ~20 ms each; the most that ran at once.
+int MostAtOnce(PrepPool& pool, int tasks) {
+  std::atomic<int> running{0}, most{0};
+  std::vector<std::shared_future<void>> done;
+  for (int i = 0; i < tasks; ++i) {
+    done.push_back(pool.Submit([&] {
+      int now = ++running;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(20ms);
+      --running;
+    }));
+  }
+  for (auto& d : done) d.get();
+  return most.load();
+}
+
+TEST(PrepPool, UsesEveryCoreWhileNothingIsTimed) {
+  PrepPool pool(2);
+  EXPECT_EQ(MostAtOnce(pool, 6), 2);
+}
+
+TEST(PrepPool, LeavesATimingItsCores) {
+  PrepPool pool(2);
+  {
+    PrepPool::Timing timing(pool, 1);  // one core timed: one task at a time
+    EXPECT_EQ(MostAtOnce(pool, 4), 1);
+  }
+  std::atomic<bool> ran{false};
+  std::shared_future<void> done;
+  {
+    PrepPool::Timing timing(pool, 2);  // every core timed: no task starts
+    done = pool.Submit([&] { ran = true; });
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(ran.load());
+  }
+  done.get();  // and runs once the timing ends
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(PrepPool, ATimingWaitsForTasksOnItsCores) {
+  PrepPool pool(1);
+  std::atomic<bool> finished{false};
+  pool.Submit([&] {
+    std::this_thread::sleep_for(100ms);
+    finished = true;
+  });
+  std::this_thread::sleep_for(20ms);  // the task is running
+  PrepPool::Timing timing(pool, 1);
+  EXPECT_TRUE(finished.load());
+}
+
+TEST(PrepPool, WithoutThreadsRunsTasksInPlace) {
+  PrepPool pool(0);
+  bool ran = false;
+  pool.Submit([&] { ran = true; });
+  EXPECT_TRUE(ran);
+}
+
+TEST(PrepPool, AFailedTaskReportsItsError) {
+  PrepPool pool(2);
+  auto done = pool.Submit([] { throw std::runtime_error("no"); });
+  EXPECT_THROW(done.get(), std::runtime_error);
+}
+
+const char* kSubExp =
+    "fn (%x: Tensor[(48, 40), float32], %y: Tensor[(48, 40), float32]) {\n"
+    "  %0 = subtract(%x, %y);\n  exp(%0)\n}";
+
+MeasureJob Job(int64_t id, int threads, std::vector<std::string> schedules) {
+  MeasureJob job;
+  job.id = id;
+  job.graph_text = kSubExp;
+  job.threads = threads;
+  for (const std::string& s : schedules)
+    job.plans.push_back({s, R"({"groups":[{"nodes":["%0","%1"],"schedule":")" + s + R"("}]})"});
+  job.timing.warmup = 1;
+  job.timing.repeat = 3;
+  job.timing.min_repeat_ms = 1;
+  return job;
+}
+
+std::string Key(const Graph& g, const std::string& schedule, int threads) {
+  const std::vector<ValueId> nodes = {2, 3};
+  FusedGroup group = *AnalyzeGroup(g, nodes);
+  return KernelKey(g, group, Schedule::Parse(schedule), codegen::HostTarget().Fingerprint(),
+                   threads, 3);
+}
+
+TEST(JobRunner, KernelsCompiledAheadAreTheOnesOfTheirScheduleAndTarget) {
+  JobRunner runner(2);
+  Graph g = ParseRelay(kSubExp, "test");
+  ASSERT_EQ(g.value(2).op->name, "subtract");
+  MeasureJob first = Job(1, 1, {"vector=8", "vector=4"});
+  runner.Prepare(first);
+  JobResult r = runner.Run(first);
+  ASSERT_EQ(r.plans.size(), 2u);
+  for (const PlanResult& p : r.plans) EXPECT_TRUE(p.ok) << p.name << ": " << p.reason;
+  EXPECT_EQ(r.reuse.kernels_compiled, 2);
+  EXPECT_TRUE(runner.kernels().Contains(Key(g, "vector=8", 1)));
+  EXPECT_TRUE(runner.kernels().Contains(Key(g, "vector=4", 1)));
+  EXPECT_FALSE(runner.kernels().Contains(Key(g, "vector=8", 2)));
+  EXPECT_FALSE(runner.kernels().Contains(Key(g, "vector=16", 1)));
+  EXPECT_EQ(runner.kernels().size(), 2u);
+  // Another thread count is another kernel, compiled ahead under its own key; a schedule already
+  // compiled is found.
+  MeasureJob second = Job(2, 2, {"vector=8"});
+  MeasureJob third = Job(3, 1, {"vector=4", "vector=16"});
+  runner.Prepare(second);
+  runner.Prepare(third);
+  JobResult r2 = runner.Run(second);
+  ASSERT_TRUE(r2.plans.at(0).ok) << r2.plans[0].reason;
+  EXPECT_EQ(r2.reuse.kernels_compiled, 1);
+  EXPECT_TRUE(runner.kernels().Contains(Key(g, "vector=8", 2)));
+  JobResult r3 = runner.Run(third);
+  for (const PlanResult& p : r3.plans) EXPECT_TRUE(p.ok) << p.name << ": " << p.reason;
+  EXPECT_EQ(r3.reuse.kernels_compiled, 1);
+  EXPECT_EQ(r3.reuse.kernels_reused, 1);
+  EXPECT_EQ(runner.kernels().size(), 4u);
+  EXPECT_EQ(r3.plans[0].max_abs_error, r.plans[1].max_abs_error);  // the same vector=4 kernel
+}
+
+TEST(JobRunner, AKernelThatCannotCompileFailsOnlyItsPlan) {
+  JobRunner runner(2);
+  MeasureJob job = Job(1, 1, {"vector=8", "vector=3"});  // 3 lanes: not a vector width
+  runner.Prepare(job);
+  JobResult r = runner.Run(job);
+  ASSERT_EQ(r.plans.size(), 2u);
+  EXPECT_TRUE(r.plans[0].ok) << r.plans[0].reason;
+  EXPECT_FALSE(r.plans[1].ok);
+  EXPECT_NE(r.plans[1].reason.find("compile error"), std::string::npos) << r.plans[1].reason;
+}
+
+}  // namespace
+}  // namespace fusetune

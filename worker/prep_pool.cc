@@ -1,0 +1,86 @@
+#include "worker/prep_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+
+namespace fusetune {
+
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+PrepPool::PrepPool(int cores) : cores_(std::max(0, cores)) {
+  for (int i = 0; i < cores_; ++i) threads_.emplace_back([this] { Work(); });
+}
+
+PrepPool::~PrepPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  changed_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+std::shared_future<void> PrepPool::Submit(std::function<void()> task) {
+  std::packaged_task<void()> packaged(std::move(task));
+  std::shared_future<void> done = packaged.get_future().share();
+  if (cores_ == 0) {
+    packaged();
+    return done;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(packaged));
+  }
+  changed_.notify_all();
+  return done;
+}
+
+int PrepPool::Limit() const {
+  return timing_threads_ > 0 ? std::max(0, cores_ - timing_threads_) : cores_;
+}
+
+void PrepPool::Work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && running_ < Limit()); });
+    if (stopping_) return;
+    std::packaged_task<void()> task = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_;
+    max_running_ = std::max(max_running_, running_);
+    lock.unlock();
+    task();  // an exception lands in the task's future
+    lock.lock();
+    --running_;
+    changed_.notify_all();
+  }
+}
+
+PrepPool::Timing::Timing(PrepPool& pool, int threads) : pool_(pool) {
+  std::unique_lock<std::mutex> lock(pool_.mutex_);
+  pool_.timing_threads_ = std::max(1, threads);
+  // Tasks already running beyond the free cores finish first (their work is needed anyway).
+  pool_.changed_.wait(lock, [&] { return pool_.running_ <= pool_.Limit(); });
+}
+
+PrepPool::Timing::~Timing() {
+  {
+    std::lock_guard<std::mutex> lock(pool_.mutex_);
+    pool_.timing_threads_ = 0;
+  }
+  pool_.changed_.notify_all();
+}
+
+int PrepPool::max_running_seen() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return max_running_;
+}
+
+}  // namespace fusetune

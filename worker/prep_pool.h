@@ -1,0 +1,68 @@
+#pragma once
+// Work done ahead of a job's timing on the cores the timing leaves idle: compiling kernels and
+// computing reference values for the job being run and for the next one (worker/job_runner.h).
+//
+// A measurement at 1 thread keeps one core busy; on a machine of two, the other would idle while
+// the timing runs, and the next job's compiles (LLVM at O3, tens to hundreds of ms a kernel) would
+// wait for it. The pool runs tasks in the order given on up to `cores` threads, but while a
+// timing runs it starts no task beyond the cores that timing leaves free, and before a timing
+// starts it waits for running tasks beyond those to finish: a timing never shares a core with a
+// compile it could have avoided. With one core (a worker pinned to its core) nothing overlaps a
+// timing; tasks then run while the job waits for them.
+//
+//   PrepPool pool(UsableCores());
+//   auto done = pool.Submit([&] { ... });   // std::shared_future<void>: get() rethrows
+//   { PrepPool::Timing t(pool, threads);   // no task beyond cores - threads while it lives
+//     ... time ... }
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fusetune {
+
+// The cores this process may run on (its CPU affinity), at least 1.
+int UsableCores();
+
+class PrepPool {
+ public:
+  // `cores`: the machine's cores for this process; that many threads. 0 makes no thread: Submit
+  // then runs the task on the calling thread.
+  explicit PrepPool(int cores);
+  ~PrepPool();  // waits for running tasks; drops queued ones (their futures report broken_promise)
+  PrepPool(const PrepPool&) = delete;
+  PrepPool& operator=(const PrepPool&) = delete;
+
+  std::shared_future<void> Submit(std::function<void()> task);
+
+  // While one lives, a timing of `threads` threads runs on the calling thread.
+  class Timing {
+   public:
+    Timing(PrepPool& pool, int threads);
+    ~Timing();
+    Timing(const Timing&) = delete;
+    Timing& operator=(const Timing&) = delete;
+
+   private:
+    PrepPool& pool_;
+  };
+
+  int cores() const { return cores_; }
+  int max_running_seen() const;  // for tests: the most tasks that ran at once
+
+ private:
+  void Work();
+  int Limit() const;  // tasks that may run now (under mutex_)
+  const int cores_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::packaged_task<void()>> queue_;
+  int running_ = 0, timing_threads_ = 0, max_running_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace fusetune
