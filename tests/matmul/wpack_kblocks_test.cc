@@ -18,6 +18,7 @@
 #include "ir/matmul_schedule.h"
 #include "ir/schedule_space.h"
 #include "tests/matmul/group_fixture.h"
+#include "tests/matmul/weighted_product.h"
 #include "worker/codegen/compile.h"
 #include "worker/codegen/runtime/thread_pool.h"
 
@@ -26,37 +27,8 @@ namespace {
 
 using test::TheJit;
 
-TensorType F32(Shape shape) { return TensorType{DType::kFloat32, std::move(shape)}; }
-
-// x · Wᵀ with W an initialiser (a parameter carrying data, as ONNX imports nn.Linear); batch > 1:
-// nn.batch_matmul against a [batch, n, k] weight ([batch, k, n] when !transpose_b).
-Graph WeightedProduct(int64_t batch, int64_t m, int64_t n, int64_t k, bool transpose_b) {
-  GraphBuilder b;
-  ValueId out;
-  if (batch == 1) {
-    ValueId x = b.AddParam("x", F32({m, k}));
-    ValueId w = b.AddParamWithData("w", Tensor::Random(F32({n, k}), 3));
-    out = b.AddNode("nn.dense", {x, w}, Attrs{});
-  } else {
-    ValueId x = b.AddParam("x", F32({batch, m, k}));
-    ValueId w = b.AddParamWithData(
-        "w", Tensor::Random(F32(transpose_b ? Shape{batch, n, k} : Shape{batch, k, n}), 3));
-    out = b.AddNode("nn.batch_matmul", {x, w},
-                    Attrs({{"transpose_a", false}, {"transpose_b", transpose_b}}));
-  }
-  b.SetOutputs({out}, false);
-  return std::move(b).Build();
-}
-
-FusedGroup OnlyNode(const Graph& graph) {
-  std::vector<ValueId> nodes;
-  for (ValueId v = 0; v < static_cast<ValueId>(graph.values().size()); ++v)
-    if (graph.value(v).kind == ValueKind::kNode) nodes.push_back(v);
-  std::string why;
-  auto group = AnalyzeGroup(graph, nodes, &why);
-  EXPECT_TRUE(group.has_value()) << why;
-  return *group;
-}
+using test_graphs::WeightedProduct;
+using test_graphs::WholeGroup;
 
 // Runs the compiled group once unbound and once bound; returns the larger max |error|.
 double BoundAndUnboundError(const Graph& graph, const FusedGroup& group, const Schedule& s,
@@ -97,8 +69,8 @@ TEST(WpackKBlocks, NextBlockStreamedAgreesWithReference) {
                         {3, 9, 40, 130, true},
                         {2, 11, 33, 200, false}};
   for (const Case& c : cases) {
-    Graph graph = WeightedProduct(c.batch, c.m, c.n, c.k, c.transpose_b);
-    const FusedGroup group = OnlyNode(graph);
+    Graph graph = WeightedProduct(c.batch, c.m, c.n, c.k, false, c.transpose_b);
+    const FusedGroup group = WholeGroup(graph);
     for (int pb : {0, 1})
       for (int loop : {0, 1})
         for (auto [mr, nr, kc, mc, nc] : {std::tuple{4, 64, 64, 0, 0},
@@ -122,8 +94,8 @@ TEST(WpackKBlocks, NextBlockStreamedAgreesWithReference) {
 // Every schedule of the space of a K large enough for the longer k block (1500: blocks of 500
 // by default, of 750 with it), with and without wpack.
 TEST(WpackKBlocks, EveryScheduleOfTheSpaceAtLargeK) {
-  Graph graph = WeightedProduct(1, 9, 40, 1500, true);
-  const FusedGroup group = OnlyNode(graph);
+  Graph graph = WeightedProduct(1, 9, 40, 1500, false);
+  const FusedGroup group = WholeGroup(graph);
   for (int threads : {1, 2}) {
     int long_kc = 0;
     for (const Schedule& s : ScheduleSpace(graph, group, threads)) {
@@ -139,8 +111,8 @@ TEST(WpackKBlocks, EveryScheduleOfTheSpaceAtLargeK) {
 // when pb is on, and not when it is off; without wpack, k blocks leave nothing contiguous to
 // stream.
 TEST(WpackKBlocks, StreamIsEmittedOnlyWithWpackAndPb) {
-  Graph graph = WeightedProduct(1, 16, 128, 3072, true);
-  const FusedGroup group = OnlyNode(graph);
+  Graph graph = WeightedProduct(1, 16, 128, 3072, false);
+  const FusedGroup group = WholeGroup(graph);
   auto assembly = [&](const std::string& schedule) {
     auto module = EmitGroupModule(graph, group, Schedule::Parse(schedule), TheJit(), "kb", {});
     TheJit().Optimize(*module, 3);
