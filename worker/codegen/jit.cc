@@ -176,13 +176,16 @@ std::unique_ptr<JitModule> Jit::NewModule(const std::string& name) const {
   return module;
 }
 
-void Jit::PrepareFunction(llvm::Function& function) const {
-  const TargetInfo& target = state_->target;
+void PrepareFunction(llvm::Function& function, const TargetInfo& target) {
   function.addFnAttr("target-cpu", target.cpu);
   function.addFnAttr("target-features", target.FeatureString());
   // Never lower min-legal-vector-width: it would let the backend split 512-bit vectors.
   if (target.Has("avx512f")) function.addFnAttr("prefer-vector-width", "512");
   function.addFnAttr(llvm::Attribute::NoUnwind);
+}
+
+void Jit::PrepareFunction(llvm::Function& function) const {
+  codegen::PrepareFunction(function, state_->target);
 }
 
 void Jit::Verify(JitModule& module) const {

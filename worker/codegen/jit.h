@@ -61,6 +61,11 @@ class JitCode {
   std::unique_ptr<Tracker> tracker_;
 };
 
+// Marks a generated function for `target`: CPU, features, no unwinding, and
+// "prefer-vector-width"="512" where avx512f is present (LLVM's models may otherwise split 512-bit
+// vectors in halves). For templates that emit their own functions without a Jit at hand.
+void PrepareFunction(llvm::Function& function, const TargetInfo& target);
+
 class Jit {
  public:
   // Sets up LLVM's native target and an LLJIT for the host; throws std::runtime_error on failure.
@@ -75,8 +80,7 @@ class Jit {
 
   // A fresh context and module with the target's data layout and triple.
   std::unique_ptr<JitModule> NewModule(const std::string& name) const;
-  // Marks a generated function for the target: CPU, features, and "prefer-vector-width"="512"
-  // where avx512f is present (LLVM's models may otherwise split 512-bit vectors in halves).
+  // PrepareFunction(function, target()).
   void PrepareFunction(llvm::Function& function) const;
   // Throws std::logic_error with LLVM's message when the module is malformed (a code-gen bug).
   void Verify(JitModule& module) const;

@@ -16,6 +16,7 @@
 #include "ir/attention_schedule.h"
 #include "ir/error.h"
 #include "ir/group_expr.h"
+#include "worker/codegen/jit.h"
 #include "worker/codegen/scalar_lowering.h"
 #include "worker/codegen/templates/matmul_emit.h"
 #include "worker/codegen/templates/matmul_group.h"
@@ -161,10 +162,7 @@ class Emitter {
     auto* type = llvm::FunctionType::get(result, params, false);
     Function* f = Function::Create(
         type, internal ? Function::InternalLinkage : Function::ExternalLinkage, name, module_);
-    f->addFnAttr("target-cpu", target_.cpu);
-    f->addFnAttr("target-features", target_.FeatureString());
-    if (target_.Has("avx512f")) f->addFnAttr("prefer-vector-width", "512");
-    f->addFnAttr(llvm::Attribute::NoUnwind);
+    PrepareFunction(*f, target_);
     return f;
   }
 

@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "ir/error.h"
+#include "worker/codegen/jit.h"
 #include "worker/codegen/templates/matmul_emitter.h"
 
 namespace fusetune::codegen {
@@ -22,11 +23,7 @@ Function* Emitter::NewFunction(const std::string& name, Type* result, std::vecto
   auto* type = llvm::FunctionType::get(result, params, false);
   Function* f = Function::Create(
       type, internal ? Function::InternalLinkage : Function::ExternalLinkage, name, module_);
-  f->addFnAttr("target-cpu", target_.cpu);
-  f->addFnAttr("target-features", target_.FeatureString());
-  // 512-bit vectors stay 512-bit only with this (LLVM's models for this CPU prefer 256).
-  if (target_.Has("avx512f")) f->addFnAttr("prefer-vector-width", "512");
-  f->addFnAttr(llvm::Attribute::NoUnwind);
+  PrepareFunction(*f, target_);
   return f;
 }
 
