@@ -35,6 +35,15 @@ std::vector<RoundFigures> Rounds(int n, double tuned, double greedy, double unfu
 
 const int kDistinct[3] = {0, 1, 2};
 
+// The seed pattern (batch_matmul, ones_like, where): greedy, unfused and a searched plan differ.
+Graph SeedGraph() {
+  return ParseRelay(
+      "fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], "
+      "%z: Tensor[(12, 32, 32), float32]) {\n  %0 = nn.batch_matmul(%x, %y);\n"
+      "  %1 = ones_like(%0);\n  where(%z, %0, %1)\n}",
+      "seed.relay");
+}
+
 TEST(SignTest, PValues) {
   EXPECT_DOUBLE_EQ(SignTestP(5, 5), 1.0 / 32);
   EXPECT_DOUBLE_EQ(SignTestP(4, 4), 1.0 / 16);
@@ -237,11 +246,7 @@ std::vector<ThreeWayResult> TimeWays(const std::vector<ThreeWay>& ways, ModelBac
 
 TEST(TimeThreeWays, ALonePlanRunsOneRoundAndAComparisonThatSettlesRunsTwo) {
   const Graph one_op = ParseRelay("fn (%x: Tensor[(64, 64), float32]) { exp(%x) }", "one.relay");
-  const Graph seed = ParseRelay(
-      "fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], "
-      "%z: Tensor[(12, 32, 32), float32]) {\n  %0 = nn.batch_matmul(%x, %y);\n"
-      "  %1 = ones_like(%0);\n  where(%z, %0, %1)\n}",
-      "seed.relay");
+  const Graph seed = SeedGraph();
   std::vector<ThreeWay> ways(2);
   ways[0].graph = &one_op;  // one op: the three slots are one plan, nothing to compare
   for (int slot = 0; slot < 3; ++slot) ways[0].plans[slot] = UnfusedPlan(one_op);
@@ -267,11 +272,7 @@ TEST(TimeThreeWays, ALonePlanRunsOneRoundAndAComparisonThatSettlesRunsTwo) {
 }
 
 TEST(TimeThreeWays, AChallengerThatWinsARoundGetsMoreRounds) {
-  const Graph seed = ParseRelay(
-      "fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], "
-      "%z: Tensor[(12, 32, 32), float32]) {\n  %0 = nn.batch_matmul(%x, %y);\n"
-      "  %1 = ones_like(%0);\n  where(%z, %0, %1)\n}",
-      "seed.relay");
+  const Graph seed = SeedGraph();
   ThreeWay way;
   way.graph = &seed;
   way.plans[kGreedy] = GreedyPlan(seed);
@@ -289,11 +290,7 @@ TEST(TimeThreeWays, AChallengerThatWinsARoundGetsMoreRounds) {
 // The tuned plan is greedy's grouping on a searched schedule: a plan of its own, timed beside
 // greedy on defaults; on the default schedule it is greedy, one candidate.
 TEST(TimeThreeWays, SearchedSchedulesAreTimedAgainstTheDefaultsAndEqualDefaultsAreOnePlan) {
-  const Graph seed = ParseRelay(
-      "fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], "
-      "%z: Tensor[(12, 32, 32), float32]) {\n  %0 = nn.batch_matmul(%x, %y);\n"
-      "  %1 = ones_like(%0);\n  where(%z, %0, %1)\n}",
-      "seed.relay");
+  const Graph seed = SeedGraph();
   ThreeWay way;
   way.graph = &seed;
   way.plans[kGreedy] = WithDefaultSchedules(seed, GreedyPlan(seed), 1);
