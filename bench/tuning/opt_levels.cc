@@ -4,7 +4,10 @@
 // time"). Each setting is IR pipeline level / backend (CodeGenOpt) level. Kernel times of all
 // settings are taken in interleaved rounds, so a disturbance on the shared machine hits them alike.
 //
-// Usage: opt_levels [--threads N] [--rounds N] [--settings 3/3,2/3,...] GRAPH.relay...
+// With --space N, the matmul and attention groups of the greedy plan also run the first N
+// schedules of their space (the tune compiles many of those).
+//
+// Usage: opt_levels [--threads N] [--rounds N] [--space N] [--settings 3/3,2/3,...] GRAPH.relay...
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -20,6 +23,7 @@
 #include "ir/fusion.h"
 #include "ir/interpreter.h"
 #include "ir/plan.h"
+#include "ir/schedule_space.h"
 #include "ir/text/relay_parser.h"
 #include "worker/codegen/compile.h"
 #include "worker/codegen/runtime/thread_pool.h"
@@ -48,6 +52,7 @@ std::string GroupText(const Graph& g, const PlanGroup& pg) {
     nodes += (nodes.empty() ? "" : " ") + g.RefName(v);
     ops += (ops.empty() ? "" : ", ") + g.value(v).op->name;
   }
+  if (!pg.schedule.knobs.empty()) ops += "; " + pg.schedule.ToString();
   return nodes + " (" + ops + ")";
 }
 
@@ -59,7 +64,7 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 1, rounds = 5;
+  int threads = 1, rounds = 5, space = 0;
   std::vector<Setting> settings = {{3, 3}, {2, 3}, {2, 2}, {2, 1}, {1, 2}};
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
@@ -68,6 +73,8 @@ int main(int argc, char** argv) {
       threads = std::atoi(argv[++i]);
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::atoi(argv[++i]);
+    } else if (a == "--space" && i + 1 < argc) {
+      space = std::atoi(argv[++i]);
     } else if (a == "--settings" && i + 1 < argc) {
       settings.clear();
       std::stringstream s(argv[++i]);
@@ -77,12 +84,14 @@ int main(int argc, char** argv) {
     } else if (!a.empty() && a[0] != '-') {
       files.push_back(a);
     } else {
-      std::cerr << "usage: opt_levels [--threads N] [--rounds N] [--settings 3/3,2/3] GRAPH...\n";
+      std::cerr << "usage: opt_levels [--threads N] [--rounds N] [--space N] [--settings 3/3,2/3] "
+                   "GRAPH...\n";
       return 2;
     }
   }
   if (files.empty() || settings.empty()) {
-    std::cerr << "usage: opt_levels [--threads N] [--rounds N] [--settings 3/3,2/3] GRAPH...\n";
+    std::cerr << "usage: opt_levels [--threads N] [--rounds N] [--space N] [--settings 3/3,2/3] "
+                 "GRAPH...\n";
     return 2;
   }
   std::map<int, std::unique_ptr<codegen::Jit>> jits;  // one per backend level
@@ -96,7 +105,15 @@ int main(int argc, char** argv) {
   for (const std::string& file : files) {
     Graph g = ParseRelay(ReadText(file), file);
     std::vector<Tensor> values = InterpretAll(g, RandomInputs(g, 1));
-    for (const Plan& plan : {GreedyPlan(g), UnfusedPlan(g)}) {
+    Plan schedules;  // the greedy plan's matmul and attention groups on more of their space
+    for (const PlanGroup& pg : GreedyPlan(g).groups) {
+      auto group = AnalyzeGroup(g, pg.nodes);
+      if (!group || !(group->templ == GroupTemplate::kMatmul || group->Attention())) continue;
+      std::vector<Schedule> all = ScheduleSpace(g, *group, threads);
+      for (size_t i = 1; i < all.size() && static_cast<int>(i) <= space; ++i)
+        schedules.groups.push_back({pg.nodes, all[i]});
+    }
+    for (const Plan& plan : {GreedyPlan(g), UnfusedPlan(g), schedules}) {
       for (const PlanGroup& pg : plan.groups) {
         auto group = AnalyzeGroup(g, pg.nodes);
         if (!group) continue;
@@ -107,9 +124,9 @@ int main(int argc, char** argv) {
         for (Tensor& t : outputs) buffers.push_back(t.data());
         std::vector<std::unique_ptr<codegen::CompiledKernel>> compiled;
         for (size_t s = 0; s < n; ++s) {
-          compiled.push_back(
-              codegen::CompileGroup(g, *group, pg.schedule, *jits[settings[s].backend],
-                                    {.opt_level = settings[s].ir, .threads = threads}));
+          compiled.push_back(codegen::CompileGroup(
+              g, *group, pg.schedule, *jits[settings[s].backend],
+              {.opt_level = settings[s].ir, .exact_level = true, .threads = threads}));
           compile_ms[s] += compiled.back()->times().total_ms();
           opt_ms[s] += compiled.back()->times().optimize_ms;
           codegen_ms[s] += compiled.back()->times().codegen_ms;
