@@ -44,9 +44,12 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     SumRegionFigures(report);
   } else {
     const RooflineTarget roofline = Calibrate(cache, runner, options.search.budget > 0);
-    MeasurementPlan plan = PlanMeasurements(policy, regions, to_search, cache, roofline);
+    WarmStarts starts =
+        FindWarmStarts(policy, regions, to_search, options.warm_start, !options.use_cache, cache);
+    MeasurementPlan plan = PlanMeasurements(policy, regions, to_search, cache, roofline,
+                                            UnsearchedRegions(options.warm_start, starts));
     const WarmStartResult warm = WarmStartRegions(policy, regions, options.warm_start,
-                                                  !options.use_cache, cache, runner, plan);
+                                                  std::move(starts), cache, runner, plan);
     const int measured =
         MeasureWithScheduleSearch(graph, plan, runner, cache, options.search.schedule_budget);
     std::vector<RegionWinner> winners = warm.final_winners;
