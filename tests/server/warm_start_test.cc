@@ -300,5 +300,28 @@ TEST_F(WarmStartTest, PlanningARegionOnlyToValidateItChangesNoFigureAndRanksWhat
   EXPECT_EQ(a, b);
 }
 
+bool RanCalibration(const ModelBackend& backend) {
+  for (const MeasureJob& job : backend.seen)
+    for (const JobPlan& p : job.plans)
+      if (p.name == "calibration") return true;
+  return false;
+}
+
+TEST_F(WarmStartTest, AWarmOnlyTuneUnderABudgetTimesNoCalibration) {
+  ModelBackend backend;
+  for (int s : {128, 256}) Tune(SeedAt(s), {}, *store_, backend);  // no budget: no roofline
+  ASSERT_FALSE(RanCalibration(backend));
+  TuneOptions options;
+  options.search.budget = 4;
+  options.warm_start = WarmStart::kOnly;
+  const TuneReport warm = Tune(SeedAt(192), options, *store_, backend);
+  ASSERT_TRUE(warm.regions.at(0).warm_start.has_value());
+  EXPECT_FALSE(RanCalibration(backend)) << "nothing is searched, so nothing is pruned";
+  // A warm start that searches under the budget calibrates, as a cold tune does.
+  options.warm_start = WarmStart::kSearch;
+  Tune(SeedAt(96), options, *store_, backend);
+  EXPECT_TRUE(RanCalibration(backend));
+}
+
 }  // namespace
 }  // namespace fusetune
