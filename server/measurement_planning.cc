@@ -21,17 +21,26 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A group first met: its schedules in the ranker's order (the first --schedules of them planned,
 // the rest kept as candidates for the schedule search), what the store knows of them, and the
-// model's estimate of what fusing saves.
+// model's estimate of what fusing saves. `searched`: whether a region to be searched holds the
+// group. When none does and the store knows none of its schedules at these sizes, the order
+// decides nothing: no job of it runs, and which schedules are planned changes no figure (every
+// one is unknown), so the space keeps its own order and the ranker is not asked (nor trained).
 GroupWork NewGroup(const Graph& g, const FusedGroup& group, std::string signature,
                    CanonicalForm canon, const SearchOptions& o, const TuneCache& cache,
-                   const RooflineTarget& roofline, const ScheduleRanker& ranker, int* reused) {
+                   const RooflineTarget& roofline, const ScheduleRanker& ranker, bool searched,
+                   int* reused) {
   GroupWork gw;
   gw.signature = std::move(signature);
   gw.canon = std::move(canon);
   gw.group = group;
   std::vector<Schedule> space = ScheduleSpace(g, group, o.threads);
   if (space.empty()) space.push_back({});
-  space = ranker.Rank(g, group, std::move(space));
+  auto stored = [&] {
+    for (const Schedule& s : space)
+      if (cache.FindMeasurement(gw.signature, s.ToString())) return true;
+    return false;
+  };
+  if (searched || stored()) space = ranker.Rank(g, group, std::move(space));
   const size_t first =
       std::min(space.size(), static_cast<size_t>(std::max(1, o.schedules_per_group)));
   gw.candidates.assign(space.begin() + static_cast<std::ptrdiff_t>(first), space.end());
@@ -106,12 +115,20 @@ Plan WithDefaultSchedules(const Graph& graph, Plan plan, int threads, const Subg
 MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
                                  const std::vector<TuneRegion>& regions,
                                  const std::vector<size_t>& to_search, const TuneCache& cache,
-                                 const RooflineTarget& roofline) {
+                                 const RooflineTarget& roofline,
+                                 const std::set<size_t>& unsearched) {
   const Graph& g = policy.graph();
   MeasurementPlan plan;
   const ScheduleRanker ranker =
       ScheduleRanker::FromStore(cache, roofline, policy.options().threads);
-  plan.ranking = ranker.name();
+  // The signatures of the groups some searched region holds, when some region is not searched:
+  // their order matters.
+  std::set<std::string> searched;
+  if (!unsearched.empty())
+    for (size_t r : to_search)
+      if (!unsearched.count(r))
+        for (const FusedGroup& group : regions[r].region.groups)
+          searched.insert(Signature(g, group.nodes));
   std::vector<std::vector<BudgetCandidate>> budget_input;
   for (size_t r : to_search) {
     const TuneRegion& tr = regions[r];
@@ -129,7 +146,7 @@ MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
       auto it = plan.groups.find(sig);
       if (it == plan.groups.end()) {
         GroupWork gw = NewGroup(g, group, sig, std::move(gc), policy.options(), cache, roofline,
-                                ranker, &rs.reused);
+                                ranker, unsearched.empty() || searched.count(sig) > 0, &rs.reused);
         it = plan.groups.emplace(sig, std::move(gw)).first;
       }
       const GroupWork& gw = it->second;
@@ -144,6 +161,7 @@ MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
     plan.regions.push_back(std::move(rs));
   }
 
+  plan.ranking = ranker.trained() ? ranker.name() : "none";
   BudgetDecision budget = PruneToBudget(budget_input, policy.options().budget);
   plan.pruned = std::move(budget.pruned);
   plan.pruned_schedules = budget.pruned_total;

@@ -83,16 +83,22 @@ struct MeasurementPlan {
   std::vector<PlannedJob> jobs;
   int reused = 0;  // stored measurements found
   int pruned_schedules = 0;
-  std::string ranking;  // which order the schedules were planned in: "roofline" or "learned"
+  // Which order the schedules were planned in: "roofline" or "learned"; "none" when no group's
+  // order mattered (a warm-only tune), so the ranker was neither asked nor trained.
+  std::string ranking;
 };
 
 // The job that measures schedules `missing` (indices into gw.schedules, in this order) of one
 // group.
 PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missing);
 
+// `unsearched`: regions of `to_search` that are planned only to be validated, never searched
+// (a warm-only start's, server/warm_start.h). Their figures are the same as if searched, but a
+// group only they hold, of which the store knows no schedule, is not ranked (see NewGroup).
 MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
                                  const std::vector<TuneRegion>& regions,
                                  const std::vector<size_t>& to_search, const TuneCache& cache,
-                                 const RooflineTarget& roofline);
+                                 const RooflineTarget& roofline,
+                                 const std::set<size_t>& unsearched = {});
 
 }  // namespace fusetune

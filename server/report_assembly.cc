@@ -38,6 +38,7 @@ void AddSearchCounts(const MeasurementPlan& plan, int measured, TuneReport& repo
   report.candidates_measured = measured;
   report.measurements_reused = plan.reused;
   report.pruned = plan.pruned_schedules;
+  report.schedule_ranking = plan.ranking;
 }
 
 Plan CollectTunedPlan(const Graph& graph, const std::vector<RegionReport>& regions) {

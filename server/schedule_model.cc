@@ -57,31 +57,45 @@ std::vector<ScheduleSample> SamplesFromMeasurements(
 }
 
 ScheduleRanker::ScheduleRanker(RooflineTarget roofline, int threads)
-    : roofline_(roofline), threads_(threads) {}
+    : roofline_(roofline), threads_(threads), state_(std::make_shared<State>()) {}
 
 ScheduleRanker ScheduleRanker::FromStore(const TuneCache& cache, RooflineTarget roofline,
                                          int threads) {
   ScheduleRanker ranker(roofline, threads);
+  ranker.state_->cache = &cache;
+  return ranker;
+}
+
+std::string ScheduleRanker::name() const {
+  if (state_->learned) return "learned";
+  return state_->cache && !state_->trained ? "" : "roofline";
+}
+
+void ScheduleRanker::TrainOnce() const {
+  State& st = *state_;
+  if (!st.cache || st.trained) return;
+  st.trained = true;
   std::unique_ptr<LearnedScheduleModel> model;
-  ranker.evaluation_ =
-      EvaluateScheduleModels(SamplesFromMeasurements(cache.ListTargetMeasurements()), &model);
-  const ScheduleModelEvaluation& e = ranker.evaluation_;
-  if (e.learned_better()) ranker.learned_ = std::move(model);
+  st.evaluation =
+      EvaluateScheduleModels(SamplesFromMeasurements(st.cache->ListTargetMeasurements()), &model);
+  const ScheduleModelEvaluation& e = st.evaluation;
+  if (e.learned_better()) st.learned = std::move(model);
   spdlog::debug(
       "schedule ranking: {} ({} training samples; held-out Kendall learned {:.2f}, roofline "
       "{:.2f} over {} pairs)",
-      ranker.name(), e.train_samples, e.learned.kendall, e.roofline.kendall, e.roofline.pairs);
-  return ranker;
+      name(), e.train_samples, e.learned.kendall, e.roofline.kendall, e.roofline.pairs);
 }
 
 std::vector<Schedule> ScheduleRanker::Rank(const Graph& graph, const FusedGroup& group,
                                            std::vector<Schedule> space) const {
   if (space.size() <= 2) return space;
+  TrainOnce();
+  const LearnedScheduleModel* learned = state_->learned.get();
   std::vector<double> score;
-  if (learned_) {
+  if (learned) {
     std::vector<std::vector<float>> features;
     for (const Schedule& s : space) features.push_back(ScheduleFeatures(graph, group, s, threads_));
-    score = learned_->Score(features);
+    score = learned->Score(features);
   } else {
     for (const Schedule& s : space)
       score.push_back(EstimateSchedule(graph, group, s, roofline_, threads_));

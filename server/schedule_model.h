@@ -28,23 +28,37 @@ class ScheduleRanker {
  public:
   // The roofline's order.
   ScheduleRanker(RooflineTarget roofline, int threads);
-  // Trains on the store's measurements of the cache's target and keeps the learned order only
-  // when it beat the roofline's on the held-out groups.
+  // Trains on the store's measurements of the cache's target, on the first Rank() that orders
+  // (the cache must outlive that call), and keeps the learned order only when it beat the
+  // roofline's on the held-out groups.
   static ScheduleRanker FromStore(const TuneCache& cache, RooflineTarget roofline, int threads);
 
   // `space` (its first entry the default) with the default first and the others fastest-first by
-  // the ranker's estimate; ties keep the space's order.
+  // the ranker's estimate; ties keep the space's order. A space of two schedules or fewer has
+  // nothing to order and trains nothing.
   std::vector<Schedule> Rank(const Graph& graph, const FusedGroup& group,
                              std::vector<Schedule> space) const;
-  // "learned" or "roofline".
-  std::string name() const { return learned_ ? "learned" : "roofline"; }
-  const ScheduleModelEvaluation& evaluation() const { return evaluation_; }
+  // "learned" or "roofline"; "" for a ranker from the store that has not ordered anything yet
+  // (so has not trained).
+  std::string name() const;
+  // Whether the store's measurements were trained on: false until a FromStore ranker first orders.
+  bool trained() const { return state_->trained; }
+  // The held-out evaluation of the training (empty before it).
+  const ScheduleModelEvaluation& evaluation() const { return state_->evaluation; }
 
  private:
+  // Shared by copies, so a ranker copied before its first Rank() trains once for all of them.
+  struct State {
+    const TuneCache* cache = nullptr;  // the store to train on; nullptr: the roofline only
+    bool trained = false;
+    std::shared_ptr<const LearnedScheduleModel> learned;
+    ScheduleModelEvaluation evaluation;
+  };
+  void TrainOnce() const;
+
   RooflineTarget roofline_;
   int threads_;
-  std::shared_ptr<const LearnedScheduleModel> learned_;
-  ScheduleModelEvaluation evaluation_;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace fusetune

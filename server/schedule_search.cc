@@ -152,7 +152,7 @@ int MeasureWithScheduleSearch(const Graph& graph, MeasurementPlan& plan, JobRunn
   }
   plan.jobs = std::move(all);
   spdlog::debug(
-      "schedule search ({} order): {} rounds, {} more schedules measured, {} from the store",
+      "schedule search (ranking: {}): {} rounds, {} more schedules measured, {} from the store",
       plan.ranking, rounds, extra, from_store);
   for (const auto& [sig, gw] : plan.groups)
     if (gw.schedules.size() > 1 && gw.best_index() != 0)

@@ -11,14 +11,17 @@ namespace {
 // JSON has no infinity: a plan that could not run is null.
 nlohmann::json Us(double us) { return std::isfinite(us) ? nlohmann::json(us) : nlohmann::json(); }
 
-// {"stages_s": {"measuring": 12.1, ...}, "jobs_ms": {"compile_ms": ..., ...}}: what the tune's
-// seconds were spent on (issue 12's breakdown); empty objects for an answer from the cache.
+// {"stages_s": {"measuring": 12.1, ...}, "jobs_ms": {"compile_ms": ..., ...},
+// "schedule_ranking": "learned"}: what the tune's seconds were spent on (issue 12's breakdown);
+// empty objects and null for an answer from the cache.
 nlohmann::json Breakdown(const TuneReport& report) {
   nlohmann::json stages = nlohmann::json::object(), jobs = nlohmann::json::object();
   for (const auto& [stage, seconds] : report.stage_seconds) stages[stage] = seconds;
   if (!report.stage_seconds.empty())
     for (const PhaseField& f : kPhaseFields) jobs[f.name] = report.job_phases.*f.figure;
-  return {{"stages_s", stages}, {"jobs_ms", jobs}};
+  nlohmann::json ranking;
+  if (!report.schedule_ranking.empty()) ranking = report.schedule_ranking;
+  return {{"stages_s", stages}, {"jobs_ms", jobs}, {"schedule_ranking", ranking}};
 }
 }  // namespace
 

@@ -69,6 +69,10 @@ struct TuneReport {
   // the jobs' own phases summed (compile, reference, timing, sandbox, ...; worker/job.h).
   std::vector<std::pair<std::string, double>> stage_seconds;
   JobPhases job_phases;
+  // The order the search planned schedules in (MeasurementPlan::ranking): "learned", "roofline",
+  // or "none" when no order mattered (a warm-only tune: no ranker trained); "" when nothing was
+  // planned (an answer from the cache).
+  std::string schedule_ranking;
 };
 
 // The `tune --json` shape of docs/architecture.md.

@@ -3,6 +3,7 @@
 #include "server/tuner.h"
 
 #include <chrono>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -43,10 +44,17 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     report.total_chosen = report.regions.size() == 1 ? report.regions[0].chosen : "tuned";
     SumRegionFigures(report);
   } else {
-    const RooflineTarget roofline = Calibrate(cache, runner, options.search.budget > 0);
-    MeasurementPlan plan = PlanMeasurements(policy, regions, to_search, cache, roofline);
+    WarmStarts starts =
+        FindWarmStarts(policy, regions, to_search, options.warm_start, !options.use_cache, cache);
+    const std::set<size_t> unsearched = UnsearchedRegions(options.warm_start, starts);
+    // The roofline orders and prunes what a search measures: a tune that searches no region (a
+    // warm-only one) never times a calibration job for it.
+    const RooflineTarget roofline =
+        Calibrate(cache, runner, options.search.budget > 0 && unsearched.size() < to_search.size());
+    MeasurementPlan plan =
+        PlanMeasurements(policy, regions, to_search, cache, roofline, unsearched);
     const WarmStartResult warm = WarmStartRegions(policy, regions, options.warm_start,
-                                                  !options.use_cache, cache, runner, plan);
+                                                  std::move(starts), cache, runner, plan);
     const int measured =
         MeasureWithScheduleSearch(graph, plan, runner, cache, options.search.schedule_budget);
     std::vector<RegionWinner> winners = warm.final_winners;

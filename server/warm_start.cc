@@ -93,9 +93,29 @@ void PreferFamilyGroups(const Graph& g, const std::vector<PlanGroup>& family,
 
 }  // namespace
 
+WarmStarts FindWarmStarts(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
+                          const std::vector<size_t>& to_search, WarmStart mode, bool retune,
+                          const TuneCache& cache) {
+  WarmStarts out;
+  if (mode == WarmStart::kOff) return out;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t r : to_search)
+    if (std::optional<FamilyTransfer> t = FindFamilyTransfer(policy, regions, r, cache, retune))
+      out.transfers.emplace(r, std::move(*t));
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+std::set<size_t> UnsearchedRegions(WarmStart mode, const WarmStarts& starts) {
+  std::set<size_t> out;
+  if (mode == WarmStart::kOnly)
+    for (const auto& [region, transfer] : starts.transfers) out.insert(region);
+  return out;
+}
+
 WarmStartResult WarmStartRegions(const RequestPolicy& policy,
                                  const std::vector<TuneRegion>& regions, WarmStart mode,
-                                 bool retune, const TuneCache& cache, JobRunner& runner,
+                                 WarmStarts starts, const TuneCache& cache, JobRunner& runner,
                                  MeasurementPlan& plan) {
   WarmStartResult out;
   if (mode == WarmStart::kOff) return out;
@@ -105,13 +125,13 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
   std::vector<std::optional<Plan>> transferred;
   std::set<std::string> counted;
   for (const RegionSearch& rs : plan.regions) {
-    std::optional<FamilyTransfer> t = FindFamilyTransfer(policy, regions, rs.region, cache, retune);
-    if (!t) continue;
+    auto t = starts.transfers.find(rs.region);
+    if (t == starts.transfers.end()) continue;
     WarmRegion w;
     w.region = rs.region;
     w.search_candidates = SearchCandidates(plan, rs, counted);
-    transferred.push_back(Plan{"tuned", t->plans.front().second});
-    w.transfer = std::move(*t);
+    transferred.push_back(Plan{"tuned", t->second.plans.front().second});
+    w.transfer = std::move(t->second);
     out.regions.push_back(std::move(w));
     warm_plan.regions.push_back(rs);
   }
@@ -133,7 +153,8 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
       PreferFamilyGroups(policy.graph(), w.transfer.plans.front().second, cache, plan);
   }
   if (mode == WarmStart::kOnly) DropRegions(warm, plan);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.seconds = starts.seconds +
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 

@@ -20,7 +20,9 @@
 // the baselines, and a warm start measures none (it times three whole plans), so no budget value
 // means "stop at the warm start" the way MetaSchedule's max_trials=0 means "use the database".
 // A user asks for it; a region without a tuned family member is searched either way.
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,13 +52,29 @@ struct WarmStartResult {
   std::vector<RegionWinner> final_winners;
 };
 
-// Runs steps 1-3 above on `plan` (from PlanMeasurements over the regions to search). With kOnly,
-// the warm regions leave `plan` (with the jobs only they needed) and their winners are in
-// final_winners; with kSearch, `plan` measures the family's groups first. kOff: nothing.
-// `retune`: the store's own plan for a region (a --no-cache tune) is not a member to start from.
+// The regions to search (representatives) whose family has a tuned member to start from, found
+// before the search is planned: a warm-only tune plans those regions for their validation only
+// (UnsearchedRegions), which spares it ranking, and training a ranker for, schedules it never
+// measures (server/schedule_model.h).
+struct WarmStarts {
+  std::map<size_t, FamilyTransfer> transfers;  // by region
+  double seconds = 0;                          // finding them, wall time
+};
+// kOff: none. `retune`: the store's own plan for a region (a --no-cache tune) is not a member to
+// start from.
+WarmStarts FindWarmStarts(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
+                          const std::vector<size_t>& to_search, WarmStart mode, bool retune,
+                          const TuneCache& cache);
+// PlanMeasurements' `unsearched`: with kOnly, the warm regions; otherwise none.
+std::set<size_t> UnsearchedRegions(WarmStart mode, const WarmStarts& starts);
+
+// Runs steps 1-3 above on `plan` (from PlanMeasurements over the regions to search, with
+// UnsearchedRegions). With kOnly, the warm regions leave `plan` (with the jobs only they needed)
+// and their winners are in final_winners; with kSearch, `plan` measures the family's groups
+// first. kOff: nothing.
 WarmStartResult WarmStartRegions(const RequestPolicy& policy,
                                  const std::vector<TuneRegion>& regions, WarmStart mode,
-                                 bool retune, const TuneCache& cache, JobRunner& runner,
+                                 WarmStarts starts, const TuneCache& cache, JobRunner& runner,
                                  MeasurementPlan& plan);
 
 // Whether the tune's whole-graph timing is skipped: with kOnly, once a region was warm-started.

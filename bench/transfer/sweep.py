@@ -18,8 +18,17 @@ tune time (the target: >= 5x), with the worst row of each, and the machine's loa
 and after (`os.getloadavg`), since every figure here is a ratio measured on a possibly shared
 machine. --json FILE also writes every row and the summary.
 
+--before BINARY (an older build) times the same warm and cold tunes with that binary too, each
+on its own copy of the same store and interleaved with the main binary's (both warm tunes, then
+both cold ones, which binary first alternating by row and by repetition), so the two builds'
+tuning times are compared in one run under the same load; the plans are re-timed for the main
+binary only. --tunes N repeats each warm and cold tune N times (a fresh copy of the store, or a
+fresh store, each time) and takes the median seconds: a warm seed tune is ~0.3 s, within the
+spread of one run on a shared machine.
+
   /usr/bin/python3 bench/transfer/sweep.py [--models seed,gpt2_mlp,bert] [--sizes 64,96,...]
-      [--rounds 5] [--binary build/fusetune] [--work DIR] [--json FILE]
+      [--rounds 5] [--tunes 1] [--binary build/fusetune] [--before OLD_BINARY] [--work DIR]
+      [--json FILE]
 """
 import argparse
 import json
@@ -77,6 +86,13 @@ class Fusetune:
         return out["total_us"], out["groups"]
 
 
+def fresh(path):
+    """Removes a store and its WAL files."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
 def paired(ft, graph, dims, dbs, rounds):
     """Per db: the median total over `rounds` rotated rounds; per db after the first: the median of
     the per-round ratios db / last db."""
@@ -115,6 +131,33 @@ def summarize(rows):
     return out
 
 
+def summarize_before(rows):
+    """Per model and over all rows: geomeans of the tuning times, before and now."""
+    out = {}
+    for name in [*dict.fromkeys(r["model"] for r in rows), "all"]:
+        sel = [r for r in rows if name in ("all", r["model"])]
+        out[name] = {k: geomean([r[k] for r in sel])
+                     for k in ("before_warm_s", "warm_s", "before_cold_s", "cold_s")}
+        out[name]["before_cold_over_warm_time"] = geomean(
+            [r["before_cold_s"] / r["before_warm_s"] for r in sel])
+        out[name]["cold_over_warm_time"] = geomean([r["cold_s"] / r["warm_s"] for r in sel])
+    return out
+
+
+def print_before(before, binary):
+    print()
+    print(f"Tuning seconds against {binary} (geometric means; each tune run by both binaries "
+          f"in turn, same stores):")
+    print()
+    print("| model | warm s before | warm s now | cold s before | cold s now | "
+          "cold / warm before | cold / warm now |")
+    print("|---|---|---|---|---|---|---|")
+    for name, m in before.items():
+        print(f"| {name} | {m['before_warm_s']:.2f} | {m['warm_s']:.2f} | "
+              f"{m['before_cold_s']:.2f} | {m['cold_s']:.2f} | "
+              f"{m['before_cold_over_warm_time']:.1f}x | {m['cold_over_warm_time']:.1f}x |")
+
+
 def print_summary(summary, load_before, load_after):
     print()
     print(f"Summary (geometric means over the sizes; plan ratios: lower is faster; load average "
@@ -141,6 +184,10 @@ def main():
     p.add_argument("--sizes", default="64,96,192,320,384")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--binary", default=os.path.join(ROOT, "build/fusetune"))
+    p.add_argument("--tunes", type=int, default=1,
+                   help="time each warm and cold tune this many times (median)")
+    p.add_argument("--before", help="an older fusetune binary whose warm and cold tunes are "
+                   "timed too, interleaved with --binary's")
     p.add_argument("--work", help="directory for the stores (default: a temporary one)")
     p.add_argument("--json", help="also write every row and the summary to this file")
     a = p.parse_args()
@@ -149,6 +196,7 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="fusetune_sweep_")
     os.makedirs(work, exist_ok=True)
     ft = Fusetune(a.binary)
+    old = Fusetune(a.before) if a.before else None
     sizes = [int(s) for s in a.sizes.split(",")]
     table = models(work)
     print("| model | S | transferred from | transferred / cold | warm / cold | cold tune s | "
@@ -164,13 +212,27 @@ def main():
             froms = sorted({r["transferred_from"] for r in q["regions"] if r["transferred_from"]})
             warm_db = os.path.join(work, f"{name}_warm_{s}.db")
             cold_db = os.path.join(work, f"{name}_cold_{s}.db")
-            for path in (warm_db, cold_db):
-                for suffix in ("", "-wal", "-shm"):
-                    if os.path.exists(path + suffix):
-                        os.remove(path + suffix)
-            shutil.copy(store, warm_db)
-            _, warm_s = ft.tune(graph, dims(s), warm_db, "--warm-only")
-            _, cold_s = ft.tune(graph, dims(s), cold_db, "--cold")
+            old_warm_db = os.path.join(work, f"{name}_before_warm_{s}.db")
+            old_cold_db = os.path.join(work, f"{name}_before_cold_{s}.db")
+            # With --before: both binaries in turn, which goes first alternating by row and by
+            # repetition. Each repetition starts from a fresh copy (warm) or a fresh store (cold);
+            # the last one's stores are the ones re-timed below.
+            secs = {}
+            for rep in range(a.tunes):
+                runs = [(ft, warm_db, cold_db)]
+                if old:
+                    runs.insert((len(rows) + rep) % 2, (old, old_warm_db, old_cold_db))
+                for kind, flag in (("warm", "--warm-only"), ("cold", "--cold")):
+                    for binary, wdb, cdb in runs:
+                        path = wdb if kind == "warm" else cdb
+                        fresh(path)
+                        if kind == "warm":
+                            shutil.copy(store, path)
+                        _, t = binary.tune(graph, dims(s), path, flag)
+                        secs.setdefault((binary, kind), []).append(t)
+            warm_s, cold_s = (statistics.median(secs[ft, k]) for k in ("warm", "cold"))
+            if old:
+                old_warm_s, old_cold_s = (statistics.median(secs[old, k]) for k in ("warm", "cold"))
             # `store` answers by transfer (nothing stored at s), warm_db and cold_db exactly.
             med, ratio, groups = paired(ft, graph, dims(s), [store, warm_db, cold_db], a.rounds)
             same = groups[store] == groups[cold_db]
@@ -179,16 +241,25 @@ def main():
                          "cold_s": cold_s, "warm_s": warm_s, "same_plan": same,
                          "us": {"transferred": med[store], "warm": med[warm_db],
                                 "cold": med[cold_db]}})
+            if old:
+                rows[-1].update(before_warm_s=old_warm_s, before_cold_s=old_cold_s)
             print(f"| {name} | {s} | {rows[-1]['from']} | {ratio[store]:.3f} | "
-                  f"{ratio[warm_db]:.3f} | {cold_s:.1f} | {warm_s:.1f} | {cold_s / warm_s:.1f}x | "
-                  f"{'yes' if same else 'no'} |", flush=True)
+                  f"{ratio[warm_db]:.3f} | {cold_s:.2f} | {warm_s:.2f} | {cold_s / warm_s:.1f}x | "
+                  f"{'yes' if same else 'no'} |"
+                  + (f" before: cold {old_cold_s:.2f} s, warm {old_warm_s:.2f} s, "
+                     f"{old_cold_s / old_warm_s:.1f}x; now: cold {cold_s:.2f} s, warm "
+                     f"{warm_s:.2f} s" if old else ""), flush=True)
     load_after = os.getloadavg()[0]
     if rows:
         summary = summarize(rows)
         print_summary(summary, load_before, load_after)
+        before = summarize_before(rows) if old else None
+        if before:
+            print_before(before, a.before)
         if a.json:
             with open(a.json, "w") as f:
-                json.dump({"rows": rows, "summary": summary, "rounds": a.rounds,
+                json.dump({"rows": rows, "summary": summary, "before": before,
+                           "before_binary": a.before, "rounds": a.rounds, "tunes": a.tunes,
                            "load_before": load_before, "load_after": load_after}, f, indent=1)
     if not a.work:
         shutil.rmtree(work)

@@ -74,6 +74,9 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   for (const char* phase : {"compile_ms", "reference_ms", "timing_ms", "total_ms"})
     EXPECT_GT(breakdown["jobs_ms"][phase].get<double>(), 0.0) << phase;
   EXPECT_LE(breakdown["stages_s"]["measuring"].get<double>(), j["seconds"].get<double>());
+  const std::string ranking = breakdown["schedule_ranking"].get<std::string>();
+  EXPECT_TRUE(ranking == "learned" || ranking == "roofline")
+      << "a searched tune ranks: " << ranking;
 
   auto second = RunFusetune("tune --local --json --db " + db.path() + kFast + graph);
   ASSERT_EQ(second.exit_code, 0) << second.err;
@@ -82,6 +85,7 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_EQ(k["candidates_measured"], 0);
   EXPECT_TRUE(k["max_abs_error"].is_null()) << "nothing ran, so no error is claimed";
   EXPECT_TRUE(k["breakdown"]["stages_s"].empty()) << k["breakdown"].dump();
+  EXPECT_TRUE(k["breakdown"]["schedule_ranking"].is_null()) << "nothing was planned";
   EXPECT_EQ(k["regions"][0]["plan"], region["plan"]);
   EXPECT_DOUBLE_EQ(k["regions"][0]["tuned_us"].get<double>(), tuned);
 

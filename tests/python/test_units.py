@@ -189,6 +189,8 @@ def test_plan_groups_and_documents():
     assert list(r.to_dict()) == ["graph", "target", "threads", "regions", "total",
                                  "max_abs_error", "candidates_measured", "measurements_reused",
                                  "pruned", "seconds", "breakdown"]
+    # The command line's breakdown shape, empty: a server does not send it yet.
+    assert r.to_dict()["breakdown"] == {"stages_s": {}, "jobs_ms": {}, "schedule_ranking": None}
 
 
 def test_the_address_comes_from_the_environment(monkeypatch):

@@ -19,6 +19,7 @@
 #include "server/learned_schedule_model.h"
 #include "server/schedule_model.h"
 #include "server/schedule_search.h"
+#include "server/tune_cache.h"
 #include "server/tuner.h"
 
 namespace fusetune {
@@ -261,6 +262,33 @@ TEST_F(ScheduleSearchTune, TheSearchFindsAFasterScheduleBeyondTheFirstRankedAndS
   // Validation only (one region, the whole graph): the searched schedule, greedy and unfused on
   // the defaults, until the searched one wins (5 rounds).
   EXPECT_LE(backend.plans_run - before, 3 * 5) << "validation only";
+}
+
+TEST_F(ScheduleSearchTune, ARankerFromTheStoreTrainsOnTheFirstOrderAskedForAndOnlyOnce) {
+  db::Database database(path_.string());
+  db::Cache store(database);
+  KnobBackend backend;
+  Tune(ParseRelay(kChain, "chain.relay"), {}, store, backend);  // measurements to train on
+  const TuneCache cache(store, backend.TargetFingerprint(), 1);
+  const ScheduleRanker ranker = ScheduleRanker::FromStore(cache, RooflineTarget{}, 1);
+  const ScheduleRanker copy = ranker;  // as PlanMeasurements passes it around
+  EXPECT_FALSE(ranker.trained());
+  EXPECT_EQ(ranker.name(), "");
+
+  Graph g = ParseRelay("fn (%x: Tensor[(4, 8), float32]) { exp(%x) }", "t");
+  const FusedGroup group = WholeGroup(g);
+  std::vector<Schedule> space = ScheduleSpace(g, group, 1);
+  ASSERT_GE(space.size(), 3u);
+  const std::vector<Schedule> two(space.begin(), space.begin() + 2);
+  EXPECT_EQ(ranker.Rank(g, group, two), two);
+  EXPECT_FALSE(ranker.trained()) << "two schedules have no order to learn";
+
+  const std::vector<Schedule> ranked = copy.Rank(g, group, space);
+  EXPECT_TRUE(ranker.trained()) << "the copy trained for both";
+  EXPECT_GT(ranker.evaluation().train_samples + ranker.evaluation().heldout_samples, 0);
+  // Too few groups in this store to learn from: the roofline's order, as an eager ranker gave.
+  EXPECT_EQ(ranker.name(), "roofline");
+  EXPECT_EQ(ranked, ScheduleRanker(RooflineTarget{}, 1).Rank(g, group, space));
 }
 
 }  // namespace

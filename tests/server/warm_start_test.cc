@@ -1,6 +1,8 @@
 // The warm start (server/warm_start.h) through Tune() under the bytes model of model_backend.h:
 // what its validation times, with which schedules, and what a warm-only tune skips.
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -15,6 +17,9 @@
 #include "ir/text/relay_parser.h"
 #include "model_backend.h"
 #include "server/measurement_planning.h"
+#include "server/region_formation.h"
+#include "server/request_policy.h"
+#include "server/tune_cache.h"
 #include "server/tuner.h"
 #include "server/validation.h"
 #include "server/warm_start.h"
@@ -206,6 +211,116 @@ TEST_F(WarmStartTest, AWarmOnlyTuneSumsTheRegionsInsteadOfTimingTheWholeGraph) {
   const TuneReport searched = Tune(TwoRegionsAt(80), {}, *store_, backend);
   EXPECT_TRUE(searched.totals_measured);
   EXPECT_NE(searched.total_decision, kWarmOnlyTotals);
+}
+
+// What PlanMeasurements gives a group, by the figures validation and the report read from it.
+struct GroupFigures {
+  std::string first;  // the default, planned first
+  size_t planned = 0;
+  int known = 0;
+  double best_us = 0;
+  bool operator==(const GroupFigures&) const = default;
+};
+
+std::map<std::string, GroupFigures> FiguresOf(const MeasurementPlan& plan) {
+  std::map<std::string, GroupFigures> out;
+  for (const auto& [sig, gw] : plan.groups)
+    out[sig] = {gw.schedules.front().ToString(), gw.schedules.size(),
+                static_cast<int>(std::count(gw.known.begin(), gw.known.end(), true)), gw.best_us()};
+  return out;
+}
+
+TEST_F(WarmStartTest, AWarmOnlyTuneRanksNoScheduleSoTrainsNoModel) {
+  ModelBackend backend;
+  for (int s : {128, 256}) {
+    const TuneReport cold = Tune(SeedAt(s), {}, *store_, backend);
+    EXPECT_TRUE(cold.schedule_ranking == "learned" || cold.schedule_ranking == "roofline")
+        << "a searched tune ranks its schedules: " << cold.schedule_ranking;
+  }
+  TuneOptions warm_only;
+  warm_only.warm_start = WarmStart::kOnly;
+  const TuneReport warm = Tune(SeedAt(192), warm_only, *store_, backend);
+  ASSERT_TRUE(warm.regions.at(0).warm_start.has_value());
+  EXPECT_EQ(warm.schedule_ranking, "none") << "nothing it measures needs an order";
+  // A warm start that goes on to search ranks (and trains) as a cold tune does.
+  const TuneReport searched = Tune(SeedAt(96), {}, *store_, backend);
+  ASSERT_TRUE(searched.regions.at(0).warm_start.has_value());
+  EXPECT_NE(searched.schedule_ranking, "none");
+  EXPECT_FALSE(searched.schedule_ranking.empty());
+}
+
+TEST_F(WarmStartTest, PlanningARegionOnlyToValidateItChangesNoFigureAndRanksWhatTheStoreKnows) {
+  ModelBackend backend;
+  for (int s : {128, 256}) Tune(SeedAt(s), {}, *store_, backend);
+  const Graph g = SeedAt(192);
+  const RequestPolicy policy(g, SearchOptions{});
+  const std::vector<TuneRegion> regions = FormRegions(policy);
+  ASSERT_EQ(regions.size(), 1u);
+  TuneCache cache(*store_, backend.TargetFingerprint(), policy.options().threads);
+  const std::vector<size_t> to_search = {0};
+  auto plan = [&](std::set<size_t> unsearched) {
+    return PlanMeasurements(policy, regions, to_search, cache, RooflineTarget{}, unsearched);
+  };
+
+  const MeasurementPlan searched = plan({});
+  const MeasurementPlan validated_only = plan({0});
+  EXPECT_NE(searched.ranking, "none");
+  EXPECT_EQ(validated_only.ranking, "none");
+  // Some group has more schedules than are planned, so an order could have mattered.
+  const GroupWork* ordered = nullptr;
+  for (const auto& [sig, gw] : searched.groups)
+    if (!gw.candidates.empty() && gw.schedules.size() >= 2) ordered = &gw;
+  ASSERT_NE(ordered, nullptr) << "the test needs a group whose space is larger than planned";
+  EXPECT_EQ(FiguresOf(searched), FiguresOf(validated_only));
+  ASSERT_EQ(searched.jobs.size(), validated_only.jobs.size());
+  for (size_t j = 0; j < searched.jobs.size(); ++j)
+    EXPECT_EQ(searched.jobs[j].schedules.size(), validated_only.jobs[j].schedules.size());
+  EXPECT_EQ(searched.regions.at(0).candidates, validated_only.regions.at(0).candidates);
+
+  // The store knows one of that group's unplanned schedules at this size: which schedules are
+  // planned now decides whether it is known, so the region validated only is ranked too.
+  db::MeasurementRecord known;
+  known.key.group_signature = ordered->signature;
+  known.key.schedule = ordered->candidates.back().ToString();
+  known.median_us = 1;
+  known.min_us = 0.9;
+  known.stddev_us = 0.01;
+  known.number = 1;
+  known.repeat = 5;
+  cache.PutMeasurements({known});
+  const MeasurementPlan searched2 = plan({});
+  const MeasurementPlan validated_only2 = plan({0});
+  EXPECT_NE(validated_only2.ranking, "none");
+  EXPECT_EQ(FiguresOf(searched2), FiguresOf(validated_only2));
+  std::vector<std::string> a, b;
+  for (const Schedule& s : searched2.groups.at(ordered->signature).schedules)
+    a.push_back(s.ToString());
+  for (const Schedule& s : validated_only2.groups.at(ordered->signature).schedules)
+    b.push_back(s.ToString());
+  EXPECT_EQ(a, b);
+}
+
+bool RanCalibration(const ModelBackend& backend) {
+  for (const MeasureJob& job : backend.seen)
+    for (const JobPlan& p : job.plans)
+      if (p.name == "calibration") return true;
+  return false;
+}
+
+TEST_F(WarmStartTest, AWarmOnlyTuneUnderABudgetTimesNoCalibration) {
+  ModelBackend backend;
+  for (int s : {128, 256}) Tune(SeedAt(s), {}, *store_, backend);  // no budget: no roofline
+  ASSERT_FALSE(RanCalibration(backend));
+  TuneOptions options;
+  options.search.budget = 4;
+  options.warm_start = WarmStart::kOnly;
+  const TuneReport warm = Tune(SeedAt(192), options, *store_, backend);
+  ASSERT_TRUE(warm.regions.at(0).warm_start.has_value());
+  EXPECT_FALSE(RanCalibration(backend)) << "nothing is searched, so nothing is pruned";
+  // A warm start that searches under the budget calibrates, as a cold tune does.
+  options.warm_start = WarmStart::kSearch;
+  Tune(SeedAt(96), options, *store_, backend);
+  EXPECT_TRUE(RanCalibration(backend));
 }
 
 }  // namespace

@@ -214,7 +214,7 @@ class TuneReport:
             "pruned": self.pruned,
             "seconds": self.seconds,
             # Where a local tune's seconds went; a server does not send it yet.
-            "breakdown": {"stages_s": {}, "jobs_ms": {}},
+            "breakdown": {"stages_s": {}, "jobs_ms": {}, "schedule_ranking": None},
         }
 
     def to_json(self, indent=2):
