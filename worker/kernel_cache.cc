@@ -21,6 +21,13 @@ std::string KernelKey(const Graph& graph, const FusedGroup& group, const Schedul
   for (ValueId v : group.outputs) abi += fmt::format(" n{}", position(form.nodes, v));
   abi += "; nodes";
   for (ValueId v : group.nodes) abi += fmt::format(" n{}", position(form.nodes, v));
+  // A wpack matmul packs B at bind time only where B is a weight, not computed by another kernel
+  // (worker/codegen/templates/matmul.cc): the same group is two kernels, by where B comes from.
+  if (schedule.Get("wpack", 0) != 0 && group.anchor >= 0) {
+    const std::vector<ValueId>& operands = graph.value(group.anchor).inputs;
+    if (operands.size() > 1 && graph.value(operands[1]).kind == ValueKind::kNode)
+      abi += "; B computed";
+  }
   return Hash128Hex(fmt::format("{}\n{}\nschedule {}\ntarget {}\nthreads {}\nopt {}", form.text,
                                 abi, schedule.ToString(), target, threads, opt_level));
 }

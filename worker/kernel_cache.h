@@ -22,7 +22,8 @@ namespace fusetune {
 // Everything the generated code of `group` depends on: the group's canonical text (ops,
 // attributes, shapes, dtypes, constants), which canonical input and node each kernel argument
 // and each group node is (two groups alike but for the order of their arguments get different
-// keys), the schedule, the target fingerprint, the thread count and the optimisation level.
+// keys), the schedule, the target fingerprint, the thread count and the optimisation level; and
+// with wpack, whether the graph computes the matmul's B (then packed per call, not at bind time).
 std::string KernelKey(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                       const std::string& target, int threads, int opt_level);
 

@@ -1,6 +1,6 @@
 // The plan executor runs whole graphs under the unfused and greedy plans and agrees with the
 // interpreter; the timing harness reports sane statistics; `fusetune run --json` has the shape
-// of issue 3 §6.
+// of issue 3 §6, with its start-up.
 #include <array>
 #include <cstdio>
 #include <memory>
@@ -111,13 +111,26 @@ TEST(RunCommand, JsonShape) {
   std::vector<std::string> keys;
   for (auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"graph", "plan", "threads", "target", "groups",
-                                            "kernels", "total_us", "max_abs_error"}));
+                                            "kernels", "total_us", "max_abs_error", "startup"}));
   EXPECT_EQ(j["plan"], "greedy");
   EXPECT_EQ(j["threads"], 2);
   EXPECT_EQ(j["groups"], nlohmann::ordered_json::parse(R"([["%0", "%1", "%2"]])"));
   EXPECT_EQ(j["kernels"][0]["nodes"], j["groups"][0]);
   EXPECT_GT(j["kernels"][0]["us"].get<double>(), 0.0);
+  EXPECT_GT(j["kernels"][0]["compile_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["kernels"][0]["shared"], false);
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
+  // The start-up: its parts add up to the time to the first output; one kernel compiled.
+  const auto& startup = j["startup"];
+  double parts = 0;
+  for (const char* part : {"load_ms", "plan_ms", "compile_ms", "bind_ms", "first_run_ms"}) {
+    EXPECT_GE(startup[part].get<double>(), 0.0) << part;
+    parts += startup[part].get<double>();
+  }
+  EXPECT_NEAR(startup["first_output_ms"].get<double>(), parts, 0.01);
+  EXPECT_GT(startup["compile_ms"].get<double>(), 0.0);
+  EXPECT_EQ(startup["kernels_compiled"], 1);
+  EXPECT_GE(startup["compile_threads"].get<int>(), 1);
 }
 
 }  // namespace
