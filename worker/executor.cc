@@ -20,8 +20,9 @@ struct PlanExecutor::Step {
   FusedGroup group;
   Schedule schedule;
   std::shared_ptr<const codegen::CompiledKernel> kernel;
-  std::vector<void*> buffers;  // group inputs, then outputs (kernel_abi.h)
-  bool shared = false;         // the kernel was compiled for an earlier group of the plan
+  std::vector<void*> buffers;      // group inputs, then outputs (kernel_abi.h)
+  std::vector<ValueId> arguments;  // the group's inputs in the order `kernel` takes them
+  bool shared = false;             // the kernel was compiled for an earlier group of the plan
 };
 
 namespace {
@@ -36,8 +37,9 @@ std::vector<KernelOrder> PlanKernels(const Graph& graph, const Plan& plan, const
     std::optional<FusedGroup> group = AnalyzeGroup(graph, pg.nodes, &why);
     if (!group) throw UserError("plan group is not lowerable: " + why);
     KernelOrder order;
-    order.key =
-        KernelKey(graph, *group, pg.schedule, jit.target().Fingerprint(), threads, kOptLevel);
+    const std::string target = jit.target().Fingerprint();
+    order.key = KernelKey(graph, *group, pg.schedule, target, threads, kOptLevel);
+    order.share = ShareOf(graph, *group, pg.schedule, target, threads, kOptLevel);
     order.group = std::move(*group);
     order.schedule = pg.schedule;
     orders.push_back(std::move(order));
@@ -95,16 +97,25 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
     if (value.kind == ValueKind::kConst && value.data) values_[v] = *value.data;
   }
   std::vector<KernelOrder> orders = PlanKernels(graph, plan, jit, threads);
-  // One kernel per distinct key: the groups of a deep model's identical layers share one (each
-  // binds it to its own buffers; wpack keeps a packed copy per bound weight, bound_weights.h).
+  // One kernel per distinct group: the groups of a deep model's identical layers share one, each
+  // binding it to its own buffers (given in the order of the arguments it was compiled for; wpack
+  // keeps a packed copy per bound weight, bound_weights.h).
   std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled(orders.size());
-  std::unordered_map<std::string, size_t> first;  // key -> the first order with it
-  std::vector<size_t> to_compile;
-  std::vector<size_t> same_as(orders.size());
+  std::unordered_map<std::string, size_t> first;  // share key -> the first order with it
+  std::vector<size_t> to_compile, owner(orders.size());
+  std::vector<std::vector<ValueId>> arguments(orders.size());
   for (size_t i = 0; i < orders.size(); ++i) {
-    auto [it, added] = first.emplace(orders[i].key, i);
-    same_as[i] = it->second;
-    if (!added) continue;
+    owner[i] = i;
+    arguments[i] = orders[i].group.inputs;
+    auto [it, added] = first.emplace(orders[i].share.key, i);
+    if (!added) {
+      const KernelOrder& o = orders[it->second];
+      if (auto args = ArgumentsFor(o.share, orders[i].share, orders[i].group)) {
+        owner[i] = it->second;
+        arguments[i] = std::move(*args);
+        continue;
+      }
+    }
     if (kernels) compiled[i] = kernels->Find(orders[i].key);
     if (!compiled[i]) to_compile.push_back(i);
   }
@@ -114,8 +125,9 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
     for (size_t i : to_compile) kernels->Put(orders[i].key, compiled[i]);
   for (size_t i = 0; i < orders.size(); ++i) {
     Step step;
-    step.kernel = compiled[same_as[i]];
-    step.shared = same_as[i] != i;
+    step.kernel = compiled[owner[i]];
+    step.shared = owner[i] != i;
+    step.arguments = std::move(arguments[i]);
     step.group = std::move(orders[i].group);
     step.schedule = plan.groups[i].schedule;
     for (ValueId out : step.group.outputs) values_[out] = Tensor(graph.value(out).type);
@@ -165,7 +177,7 @@ void PlanExecutor::SetInputs(std::span<const Tensor> inputs) {
   // Every old binding goes before any new one: two groups may share a kernel and a weight.
   UnbindAll();
   for (Step& step : steps_) {
-    for (ValueId in : step.group.inputs) {
+    for (ValueId in : step.arguments) {
       FT_CHECK(values_[in].data() != nullptr, fmt::format("no value for {}", graph_.RefName(in)));
       step.buffers.push_back(values_[in].data());
     }

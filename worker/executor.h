@@ -35,6 +35,7 @@ struct PlanProfile {
 // both take them from here, so a kernel compiled ahead is the one the executor would compile.
 struct KernelOrder {
   std::string key;
+  KernelShare share;  // which other groups' kernels can serve this one
   FusedGroup group;
   Schedule schedule;
 };

@@ -1,6 +1,7 @@
 // A plan whose groups repeat (a deep model's identical layers) compiles one kernel per distinct
-// group, shared by the groups, and still gives the reference interpreter's outputs although each
-// layer has weights of its own: each group binds the shared kernel to its own buffers, and with
+// group, shared by the groups (whatever order their inputs were numbered in), and still gives the
+// reference interpreter's outputs although each layer has weights of its own: each group binds the
+// shared kernel to its own buffers, and with
 // wpack (weights packed at bind time) keeps its own packed copy. A group whose B another kernel
 // computes is another kernel under wpack, never the weights' one. Compiling on several threads
 // gives the same kernels and the same first error.
@@ -24,26 +25,34 @@ namespace {
 TensorType F32(Shape shape) { return TensorType{DType::kFloat32, std::move(shape)}; }
 
 // `layers` layers of tanh(x · W_lᵀ + b_l) * 0.5, as ONNX imports nn.Linear: W_l and b_l are
-// parameters with data (initialisers), different in every layer. With `computed_w` at layer
-// `computed_w`, that layer's W is exp(W') instead: computed by the graph, not a weight.
-Graph Stack(int layers, int computed_w = -1) {
+// parameters with data (initialisers), different in every layer, each declared where its layer
+// starts, with the layer's own constant. With `computed_w` at layer `computed_w`, that layer's W
+// is exp(W') instead: computed by the graph, not a weight. With `declared_first`, as in Relay
+// text: every weight and one constant shared by all layers are declared before any node, so the
+// first layer's kernel arguments (in ValueId order) are in another order than the others'.
+Graph Stack(int layers, int computed_w = -1, bool declared_first = false) {
   const int64_t n = 24, k = 24, m = 7;
   GraphBuilder b;
   ValueId h = b.AddParam("x", F32({m, k}));
+  std::vector<ValueId> ws, biases, halves;
+  auto declare = [&](int l) {
+    ws.push_back(b.AddParamWithData("w" + std::to_string(l),
+                                    Tensor::Random(F32({n, k}), static_cast<uint64_t>(100 + l))));
+    biases.push_back(b.AddParamWithData("b" + std::to_string(l),
+                                        Tensor::Random(F32({n}), static_cast<uint64_t>(200 + l))));
+    if (!declared_first || l == 0)
+      halves.push_back(b.AddConst(Tensor::Scalar(DType::kFloat32, 0.5)));
+  };
+  if (declared_first)
+    for (int l = 0; l < layers; ++l) declare(l);
   for (int l = 0; l < layers; ++l) {
-    // A constant of each layer's own, as ONNX imports each layer's initialisers: a kernel's
-    // arguments are in ValueId order, so layers that share one constant would order them
-    // differently in the first layer (other kernels, still right).
-    ValueId half = b.AddConst(Tensor::Scalar(DType::kFloat32, 0.5));
-    ValueId w = b.AddParamWithData("w" + std::to_string(l),
-                                   Tensor::Random(F32({n, k}), static_cast<uint64_t>(100 + l)));
+    if (!declared_first) declare(l);
+    ValueId w = ws[l];
     if (l == computed_w) w = b.AddNode("exp", {w}, Attrs{});
-    ValueId bias = b.AddParamWithData("b" + std::to_string(l),
-                                      Tensor::Random(F32({n}), static_cast<uint64_t>(200 + l)));
     h = b.AddNode("nn.dense", {h, w}, Attrs{});
-    h = b.AddNode("nn.bias_add", {h, bias}, Attrs({{"axis", int64_t{-1}}}));
+    h = b.AddNode("nn.bias_add", {h, biases[l]}, Attrs({{"axis", int64_t{-1}}}));
     h = b.AddNode("tanh", {h}, Attrs{});
-    h = b.AddNode("multiply", {h, half}, Attrs{});
+    h = b.AddNode("multiply", {h, halves[declared_first ? 0 : l]}, Attrs{});
   }
   b.SetOutputs({h}, false);
   return std::move(b).Build();
@@ -88,6 +97,19 @@ TEST(SharedKernels, OneKernelPerDistinctGroupWithEachLayersWeights) {
       EXPECT_EQ(RunAndCheck(graph, WithWpack(graph, greedy), threads, compile_threads), 1);
       EXPECT_EQ(RunAndCheck(graph, WithWpack(graph, unfused), threads, compile_threads), 4);
     }
+  }
+}
+
+TEST(SharedKernels, ArgumentsInAnotherOrderStillShare) {
+  // Declared first, the first layer's arguments are (x, w0, b0, 0.5), the others' (0.5, w, b, h):
+  // the kernel compiled for the first serves them all, each group's buffers in its order.
+  const Graph graph = Stack(4, -1, /*declared_first=*/true);
+  const Plan greedy = GreedyPlan(graph);
+  ASSERT_EQ(greedy.groups.size(), 4u);
+  for (int threads : {1, 2}) {
+    EXPECT_EQ(RunAndCheck(graph, greedy, threads, 2), 1);
+    EXPECT_EQ(RunAndCheck(graph, UnfusedPlan(graph), threads, 2), 4);
+    EXPECT_EQ(RunAndCheck(graph, WithWpack(graph, greedy), threads, 2), 1);
   }
 }
 
