@@ -3,6 +3,7 @@
 // the plan, run the graph as that sequence of kernels, time each kernel and the whole, and compare
 // the outputs with the reference interpreter. The work, in `fusetune-codegen`; the options are
 // registered by client/cmd_run.cc.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include "worker/codegen/runtime/thread_pool.h"
 #include "worker/executor.h"
 #include "worker/output_check.h"
+#include "worker/prep_pool.h"
 
 namespace fusetune::cli {
 namespace {
@@ -104,11 +106,32 @@ std::vector<Tensor> LoadInputs(const Graph& graph, const std::string& dir) {
   return inputs;
 }
 
+// What the first output waits for, in ms from the start of the command's work (after the
+// process's own start-up): the graph read, the plan found, its kernels compiled, the weights
+// bound (packed), one run.
+struct StartUp {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now(), last = start;
+  double load_ms = 0, plan_ms = 0, compile_ms = 0, bind_ms = 0, first_run_ms = 0;
+  // The ms since the previous lap.
+  double Lap() {
+    const Clock::time_point now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  }
+  double total_ms() const {
+    return std::chrono::duration<double, std::milli>(last - start).count();
+  }
+};
+
 }  // namespace
 
 void RunGraph(const RunOptions& o) {
+  StartUp startup;
   DimBinding binding = OneDimBinding(o.dims, "run");
   Graph graph = GraphSource(o.graph_path).Bind(binding);
+  startup.load_ms = startup.Lap();
   Transfers transfers;
   Plan plan = LoadPlan(graph, o, binding, &transfers);
   if (o.threads < 1 || o.threads > runtime::MaxThreads()) {
@@ -116,12 +139,18 @@ void RunGraph(const RunOptions& o) {
   }
   if (o.repeat < 1) throw UserError("--repeat must be at least 1");
   std::vector<Tensor> inputs = LoadInputs(graph, o.inputs_dir);
+  startup.plan_ms = startup.Lap();
 
   codegen::Jit jit;
-  PlanExecutor executor(graph, plan, jit, o.threads);
+  // Compiling precedes running: every core this process may use compiles.
+  const int compile_threads = UsableCores();
+  PlanExecutor executor(graph, plan, jit, o.threads, /*kernels=*/nullptr, compile_threads);
+  startup.compile_ms = startup.Lap();
   executor.SetInputs(inputs);
+  startup.bind_ms = startup.Lap();
   executor.Run();
   std::vector<Tensor> outputs = executor.Outputs();
+  startup.first_run_ms = startup.Lap();
   const OutputComparison check = CompareOutputs(outputs, Interpret(graph, inputs));
   const double error = check.max_abs_error;
   if (!transfers.empty() && !check.ok())
@@ -151,7 +180,10 @@ void RunGraph(const RunOptions& o) {
     nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
     for (const KernelTiming& k : measured.kernels) {
       groups.push_back(node_names(k.nodes));
-      kernels.push_back({{"nodes", node_names(k.nodes)}, {"us", k.timing.median_us}});
+      kernels.push_back({{"nodes", node_names(k.nodes)},
+                         {"us", k.timing.median_us},
+                         {"compile_ms", k.shared ? 0.0 : k.compile.total_ms()},
+                         {"shared", k.shared}});
     }
     nlohmann::ordered_json out = {{"graph", o.graph_path},
                                   {"plan", plan.name},
@@ -160,7 +192,16 @@ void RunGraph(const RunOptions& o) {
                                   {"groups", groups},
                                   {"kernels", kernels},
                                   {"total_us", measured.total.median_us},
-                                  {"max_abs_error", error}};
+                                  {"max_abs_error", error},
+                                  {"startup",
+                                   {{"first_output_ms", startup.total_ms()},
+                                    {"load_ms", startup.load_ms},
+                                    {"plan_ms", startup.plan_ms},
+                                    {"compile_ms", startup.compile_ms},
+                                    {"bind_ms", startup.bind_ms},
+                                    {"first_run_ms", startup.first_run_ms},
+                                    {"kernels_compiled", executor.num_compiled()},
+                                    {"compile_threads", compile_threads}}}};
     if (!transfers.empty()) {
       out["transferred_from"] = transfers;  // checked against the reference above
       out["checked_against_reference"] = true;
@@ -179,11 +220,21 @@ void RunGraph(const RunOptions& o) {
     for (const std::string& n : node_names(k.nodes)) group += (group.empty() ? "" : ",") + n;
     std::string ops;
     for (ValueId v : k.nodes) ops += (ops.empty() ? "" : " ") + graph.value(v).op->name;
-    std::cout << fmt::format("{:>12.2f}  {:>10.1f}  {} ({})\n", k.timing.median_us,
-                             k.compile.total_ms(), group, ops);
+    // A kernel compiled once serves every group with its key: its compile time is shown once.
+    const std::string compile =
+        k.shared ? std::string("shared") : fmt::format("{:.1f}", k.compile.total_ms());
+    std::cout << fmt::format("{:>12.2f}  {:>10}  {} ({})\n", k.timing.median_us, compile, group,
+                             ops);
   }
   std::cout << fmt::format("\ntotal    {:.2f} us (median of {} repeats)\nmax_abs_error {:.3g}\n",
                            measured.total.median_us, measured.total.repeat, error);
+  std::cout << fmt::format(
+      "start-up {:.0f} ms to the first output: load {:.0f}, plan and inputs {:.0f}, compile {:.0f} "
+      "({} kernel{} for {} group{}, on {} thread{}), bind {:.0f}, first run {:.0f}\n",
+      startup.total_ms(), startup.load_ms, startup.plan_ms, startup.compile_ms,
+      executor.num_compiled(), executor.num_compiled() == 1 ? "" : "s", executor.num_kernels(),
+      executor.num_kernels() == 1 ? "" : "s", compile_threads, compile_threads == 1 ? "" : "s",
+      startup.bind_ms, startup.first_run_ms);
   for (const std::string& from : transfers)
     std::cout << fmt::format(
         "transferred, not measured at this size: a region's plan tuned at {}; checked against "

@@ -1,7 +1,12 @@
 #include "worker/executor.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -15,7 +20,9 @@ struct PlanExecutor::Step {
   FusedGroup group;
   Schedule schedule;
   std::shared_ptr<const codegen::CompiledKernel> kernel;
-  std::vector<void*> buffers;  // group inputs, then outputs (kernel_abi.h)
+  std::vector<void*> buffers;      // group inputs, then outputs (kernel_abi.h)
+  std::vector<ValueId> arguments;  // the group's inputs in the order `kernel` takes them
+  bool shared = false;             // the kernel was compiled for an earlier group of the plan
 };
 
 namespace {
@@ -30,8 +37,9 @@ std::vector<KernelOrder> PlanKernels(const Graph& graph, const Plan& plan, const
     std::optional<FusedGroup> group = AnalyzeGroup(graph, pg.nodes, &why);
     if (!group) throw UserError("plan group is not lowerable: " + why);
     KernelOrder order;
-    order.key =
-        KernelKey(graph, *group, pg.schedule, jit.target().Fingerprint(), threads, kOptLevel);
+    const std::string target = jit.target().Fingerprint();
+    order.key = KernelKey(graph, *group, pg.schedule, target, threads, kOptLevel);
+    order.share = ShareOf(graph, *group, pg.schedule, target, threads, kOptLevel);
     order.group = std::move(*group);
     order.schedule = pg.schedule;
     orders.push_back(std::move(order));
@@ -46,8 +54,40 @@ std::shared_ptr<const codegen::CompiledKernel> CompileKernel(const Graph& graph,
   return codegen::CompileGroup(graph, order.group, order.schedule, jit, options);
 }
 
+namespace {
+
+// Compiles orders[i] for each i in `which` into kernels[i], on up to `compile_threads` threads
+// (the Jit compiles concurrently: jit.h). A failure is rethrown after all have finished: the
+// first in plan order, so the error does not depend on which thread lost the race.
+void CompileAll(const Graph& graph, const std::vector<KernelOrder>& orders,
+                const std::vector<size_t>& which, codegen::Jit& jit, int threads,
+                int compile_threads,
+                std::vector<std::shared_ptr<const codegen::CompiledKernel>>& kernels) {
+  std::vector<std::exception_ptr> errors(which.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t w = next++; w < which.size(); w = next++) {
+      try {
+        kernels[which[w]] = CompileKernel(graph, orders[which[w]], jit, threads);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    }
+  };
+  const size_t helpers =
+      std::min(which.size(), static_cast<size_t>(std::max(1, compile_threads))) - 1;
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < helpers && which.size() > 1; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
 PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
-                           KernelCache* kernels)
+                           KernelCache* kernels, int compile_threads)
     : graph_(graph), plan_(plan), threads_(threads) {
   ValidatePlan(graph, plan);
   runtime::SetNumThreads(threads);
@@ -57,14 +97,37 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
     if (value.kind == ValueKind::kConst && value.data) values_[v] = *value.data;
   }
   std::vector<KernelOrder> orders = PlanKernels(graph, plan, jit, threads);
+  // One kernel per distinct group: the groups of a deep model's identical layers share one, each
+  // binding it to its own buffers (given in the order of the arguments it was compiled for; wpack
+  // keeps a packed copy per bound weight, bound_weights.h).
+  std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled(orders.size());
+  std::unordered_map<std::string, size_t> first;  // share key -> the first order with it
+  std::vector<size_t> to_compile, owner(orders.size());
+  std::vector<std::vector<ValueId>> arguments(orders.size());
+  for (size_t i = 0; i < orders.size(); ++i) {
+    owner[i] = i;
+    arguments[i] = orders[i].group.inputs;
+    auto [it, added] = first.emplace(orders[i].share.key, i);
+    if (!added) {
+      const KernelOrder& o = orders[it->second];
+      if (auto args = ArgumentsFor(o.share, orders[i].share, orders[i].group)) {
+        owner[i] = it->second;
+        arguments[i] = std::move(*args);
+        continue;
+      }
+    }
+    if (kernels) compiled[i] = kernels->Find(orders[i].key);
+    if (!compiled[i]) to_compile.push_back(i);
+  }
+  CompileAll(graph, orders, to_compile, jit, threads, compile_threads, compiled);
+  compiled_ = static_cast<int>(to_compile.size());
+  if (kernels)
+    for (size_t i : to_compile) kernels->Put(orders[i].key, compiled[i]);
   for (size_t i = 0; i < orders.size(); ++i) {
     Step step;
-    if (kernels) step.kernel = kernels->Find(orders[i].key);
-    if (!step.kernel) {
-      step.kernel = CompileKernel(graph, orders[i], jit, threads);
-      ++compiled_;
-      if (kernels) kernels->Put(orders[i].key, step.kernel);
-    }
+    step.kernel = compiled[owner[i]];
+    step.shared = owner[i] != i;
+    step.arguments = std::move(arguments[i]);
     step.group = std::move(orders[i].group);
     step.schedule = plan.groups[i].schedule;
     for (ValueId out : step.group.outputs) values_[out] = Tensor(graph.value(out).type);
@@ -72,10 +135,15 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
   }
 }
 
-PlanExecutor::~PlanExecutor() {
-  // A cached kernel outlives this plan: free the weights it packed for this plan's buffers.
-  for (Step& step : steps_)
+PlanExecutor::~PlanExecutor() { UnbindAll(); }
+
+void PlanExecutor::UnbindAll() {
+  // A kernel outlives this plan (the cache) or serves several of its groups: free the weights
+  // it packed for these groups' buffers, and only those.
+  for (Step& step : steps_) {
     if (!step.buffers.empty()) step.kernel->Unbind(step.buffers.data());
+    step.buffers.clear();
+  }
 }
 
 int PlanExecutor::num_kernels() const { return static_cast<int>(steps_.size()); }
@@ -106,10 +174,10 @@ void PlanExecutor::SetInputs(std::span<const Tensor> inputs) {
   }
   for (ValueId p : params)
     if (!values_[p].data() && graph_.value(p).data) values_[p] = *graph_.value(p).data;
+  // Every old binding goes before any new one: two groups may share a kernel and a weight.
+  UnbindAll();
   for (Step& step : steps_) {
-    if (!step.buffers.empty()) step.kernel->Unbind(step.buffers.data());
-    step.buffers.clear();
-    for (ValueId in : step.group.inputs) {
+    for (ValueId in : step.arguments) {
       FT_CHECK(values_[in].data() != nullptr, fmt::format("no value for {}", graph_.RefName(in)));
       step.buffers.push_back(values_[in].data());
     }
@@ -145,6 +213,7 @@ PlanProfile PlanExecutor::Measure(const TimingOptions& options, KernelTimes kern
     k.nodes = step.group.nodes;
     k.schedule = step.schedule;
     k.compile = step.kernel->times();
+    k.shared = step.shared;
     result.kernels.push_back(std::move(k));
   }
   if (steps_.size() != 1 && kernel_times == KernelTimes::kSeparately) {

@@ -22,6 +22,7 @@ struct KernelTiming {
   Schedule schedule;
   Timing timing;
   codegen::CompileTimes compile;
+  bool shared = false;  // its kernel was compiled for an earlier group (the same key), not for it
 };
 
 struct PlanProfile {
@@ -34,6 +35,7 @@ struct PlanProfile {
 // both take them from here, so a kernel compiled ahead is the one the executor would compile.
 struct KernelOrder {
   std::string key;
+  KernelShare share;  // which other groups' kernels can serve this one
   FusedGroup group;
   Schedule schedule;
 };
@@ -47,11 +49,13 @@ std::shared_ptr<const codegen::CompiledKernel> CompileKernel(const Graph& graph,
 
 class PlanExecutor {
  public:
-  // Validates the plan and compiles every group for `threads` threads (which it also sets on the
-  // runtime pool), taking the kernels `kernels` already holds from there and adding the others.
-  // Throws UserError for a bad plan or a group the code generator refuses.
+  // Validates the plan and compiles its kernels for `threads` threads (which it also sets on the
+  // runtime pool): one per distinct KernelKey, shared by the groups with that key (a deep
+  // model's identical layers), taking the kernels `kernels` already holds from there and adding
+  // the others; those it compiles, on up to `compile_threads` threads at once. Throws UserError
+  // for a bad plan or a group the code generator refuses.
   PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& jit, int threads,
-               KernelCache* kernels = nullptr);
+               KernelCache* kernels = nullptr, int compile_threads = 1);
   ~PlanExecutor();
 
   // Parameter values, in either form ir/interpreter.h accepts (one per parameter, or one per
@@ -73,10 +77,12 @@ class PlanExecutor {
                       KernelTimes kernel_times = KernelTimes::kSeparately);
 
   int num_kernels() const;
-  int num_compiled() const { return compiled_; }  // kernels not found in the cache
+  // Kernels compiled: one per distinct key not found in the cache (at most num_kernels()).
+  int num_compiled() const { return compiled_; }
 
  private:
   struct Step;
+  void UnbindAll();
   const Graph& graph_;
   Plan plan_;
   int threads_;

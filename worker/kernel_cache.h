@@ -9,8 +9,10 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ir/fusion.h"
 #include "ir/graph.h"
@@ -22,9 +24,27 @@ namespace fusetune {
 // Everything the generated code of `group` depends on: the group's canonical text (ops,
 // attributes, shapes, dtypes, constants), which canonical input and node each kernel argument
 // and each group node is (two groups alike but for the order of their arguments get different
-// keys), the schedule, the target fingerprint, the thread count and the optimisation level.
+// keys), the schedule, the target fingerprint, the thread count and the optimisation level; and
+// with wpack, whether the graph computes the matmul's B (then packed per call, not at bind time).
 std::string KernelKey(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                       const std::string& target, int threads, int opt_level);
+
+// What lets a kernel compiled for one group serve another group whose code is the same but whose
+// inputs are numbered in another order: a kernel takes its arguments in ValueId order, and a
+// graph that declares every layer's weights before the first layer's input (Relay text does)
+// numbers the first layer's arguments unlike the others'.
+struct KernelShare {
+  std::string key;  // KernelKey but for the order of the inputs
+  // Per group input, in argument order, its part in the code: "p<i>" (its canonical input), or
+  // for a constant its text and occurrence (equal texts are equal values, so either serves).
+  std::vector<std::string> roles;
+};
+KernelShare ShareOf(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
+                    const std::string& target, int threads, int opt_level);
+// `group`'s inputs in the argument order of the kernel compiled for `owner`'s group, or nullopt
+// when that kernel cannot serve it.
+std::optional<std::vector<ValueId>> ArgumentsFor(const KernelShare& owner, const KernelShare& share,
+                                                 const FusedGroup& group);
 
 class KernelCache {
  public:

@@ -1,12 +1,13 @@
 // The plan executor runs whole graphs under the unfused and greedy plans and agrees with the
 // interpreter; the timing harness reports sane statistics; `fusetune run --json` has the shape
-// of issue 3 §6.
+// of issue 3 §6, with its start-up.
 #include <array>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -111,12 +112,61 @@ TEST(RunCommand, JsonShape) {
   std::vector<std::string> keys;
   for (auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"graph", "plan", "threads", "target", "groups",
-                                            "kernels", "total_us", "max_abs_error"}));
+                                            "kernels", "total_us", "max_abs_error", "startup"}));
   EXPECT_EQ(j["plan"], "greedy");
   EXPECT_EQ(j["threads"], 2);
   EXPECT_EQ(j["groups"], nlohmann::ordered_json::parse(R"([["%0", "%1", "%2"]])"));
   EXPECT_EQ(j["kernels"][0]["nodes"], j["groups"][0]);
   EXPECT_GT(j["kernels"][0]["us"].get<double>(), 0.0);
+  EXPECT_GT(j["kernels"][0]["compile_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["kernels"][0]["shared"], false);
+  EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
+  // The start-up: its parts add up to the time to the first output; one kernel compiled.
+  const auto& startup = j["startup"];
+  double parts = 0;
+  for (const char* part : {"load_ms", "plan_ms", "compile_ms", "bind_ms", "first_run_ms"}) {
+    EXPECT_GE(startup[part].get<double>(), 0.0) << part;
+    parts += startup[part].get<double>();
+  }
+  EXPECT_NEAR(startup["first_output_ms"].get<double>(), parts, 0.01);
+  EXPECT_GT(startup["compile_ms"].get<double>(), 0.0);
+  EXPECT_EQ(startup["kernels_compiled"], 1);
+  EXPECT_GE(startup["compile_threads"].get<int>(), 1);
+}
+
+// Three layers alike with weights of their own, declared first as Relay text does (so the first
+// layer's arguments are in another order): one kernel compiled, the others shown as sharing it,
+// the outputs the interpreter's.
+TEST(RunCommand, IdenticalLayersCompileOnce) {
+  std::string text = "fn (%x: Tensor[(5, 32), float32]";
+  for (int l = 0; l < 3; ++l)
+    text += fmt::format(", %w{0}: Tensor[(32, 32), float32], %b{0}: Tensor[(32), float32]", l);
+  text += ") {\n  %0 = nn.dense(%x, %w0);\n  %1 = nn.bias_add(%0, %b0);\n  %2 = tanh(%1);\n";
+  text += "  %3 = nn.dense(%2, %w1);\n  %4 = nn.bias_add(%3, %b1);\n  %5 = tanh(%4);\n";
+  text += "  %6 = nn.dense(%5, %w2);\n  %7 = nn.bias_add(%6, %b2);\n  tanh(%7)\n}";
+  std::string path = ::testing::TempDir() + "/layers.relay";
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  std::string cmd = std::string(FUSETUNE_BINARY) + " run " + path +
+                    " --plan greedy --threads 2 --repeat 1 --json";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  ASSERT_EQ(pclose(pipe), 0) << out;
+  auto j = nlohmann::ordered_json::parse(out);
+  ASSERT_EQ(j["kernels"].size(), 3u) << out;
+  EXPECT_EQ(j["startup"]["kernels_compiled"], 1);
+  EXPECT_EQ(j["kernels"][0]["shared"], false);
+  EXPECT_GT(j["kernels"][0]["compile_ms"].get<double>(), 0.0);
+  for (int k : {1, 2}) {
+    EXPECT_EQ(j["kernels"][k]["shared"], true) << k;
+    EXPECT_EQ(j["kernels"][k]["compile_ms"].get<double>(), 0.0) << k;
+  }
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
 }
 

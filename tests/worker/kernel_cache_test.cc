@@ -56,6 +56,24 @@ TEST(KernelKey, DiffersInEverythingTheCodeDependsOn) {
   EXPECT_EQ(base, KernelKey(renamed, Whole(renamed), Schedule::Parse("vector=8"), "cpu-a", 1, 3));
 }
 
+TEST(KernelShare, SameCodeInAnotherArgumentOrderSharesWithThePermutation) {
+  Graph g = Parse(kAddExp), swapped = Parse(kAddExpSwapped);
+  const Schedule s = Schedule::Parse("vector=8");
+  const KernelShare a = ShareOf(g, Whole(g), s, "cpu-a", 1, 3);
+  const KernelShare b = ShareOf(swapped, Whole(swapped), s, "cpu-a", 1, 3);
+  EXPECT_EQ(a.key, b.key);  // while their KernelKeys differ (above)
+  EXPECT_EQ(a.roles, (std::vector<std::string>{"p0", "p1"}));  // %x, %y: subtract(%x, %y)
+  EXPECT_EQ(b.roles, (std::vector<std::string>{"p1", "p0"}));  // %y, %x
+  // The kernel compiled for `g` takes (x, y): `swapped`'s inputs in that order are (%x, %y),
+  // which are its values 1 and 0.
+  std::optional<std::vector<ValueId>> args = ArgumentsFor(a, b, Whole(swapped));
+  ASSERT_TRUE(args);
+  EXPECT_EQ(*args, (std::vector<ValueId>{1, 0}));
+  EXPECT_NE(a.key, ShareOf(g, Whole(g), Schedule::Parse("vector=4"), "cpu-a", 1, 3).key);
+  EXPECT_FALSE(
+      ArgumentsFor(a, ShareOf(g, Whole(g), Schedule::Parse("vector=4"), "cpu-a", 1, 3), Whole(g)));
+}
+
 // Compiles `plan` through the cache, checks it against the reference, returns how many kernels
 // had to be compiled.
 int CompileAndCheck(const Graph& g, const Plan& plan, int threads, codegen::Jit& jit,
