@@ -32,6 +32,32 @@ std::string OpsSummary(const std::vector<std::string>& ops, size_t width) {
   return out;
 }
 
+// The regions whose plans leave the rules, what they do instead, and the time it gained.
+std::string ChangesText(const Graph& graph, const TuneReport& r) {
+  auto gain = [](const RegionReport& rr) { return rr.greedy_us - rr.tuned_us; };
+  double total = 0;
+  for (const RegionReport& rr : r.regions)
+    if (!rr.changes.empty() && std::isfinite(gain(rr)) && gain(rr) > 0) total += gain(rr);
+  if (std::all_of(r.regions.begin(), r.regions.end(),
+                  [](const RegionReport& rr) { return rr.changes.empty(); }))
+    return "\nwhat won against the rules: nothing, greedy's groups on default schedules "
+           "everywhere\n";
+  std::string out =
+      "\nwhat won against the rules (greedy on default schedules): the region's gain, its share "
+      "of the regions' gains, and what its plan does instead\n";
+  for (size_t i = 0; i < r.regions.size(); ++i) {
+    const RegionReport& rr = r.regions[i];
+    if (rr.changes.empty()) continue;
+    const double g = gain(rr);
+    const bool counted = std::isfinite(g) && g > 0 && total > 0;
+    out += fmt::format("{:>3}  {:>12}  {:>5}  {}\n", i + 1,
+                       std::isfinite(g) ? fmt::format("{:.1f} µs", g) : "-",
+                       counted ? fmt::format("{:.0f}%", 100 * g / total) : "-",
+                       DescribeChanges(graph, rr.changes));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string WarmStartText(const WarmStartReport& w) {
@@ -100,6 +126,7 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
                          rr.transferred_from);
     if (rr.warm_start) out += "     " + WarmStartText(*rr.warm_start) + "\n";
   }
+  out += ChangesText(graph, r);
   const bool all_cached = std::all_of(r.regions.begin(), r.regions.end(),
                                       [](const RegionReport& x) { return x.cached; });
   const bool any_transferred = std::any_of(r.regions.begin(), r.regions.end(), [](const auto& x) {

@@ -27,6 +27,20 @@ std::vector<RegionReport> DescribeRegions(const Graph& graph,
   return out;
 }
 
+void NameChangesFromGreedy(const RequestPolicy& policy, TuneReport& report) {
+  const Plan greedy = GreedyBaseline(policy);
+  for (RegionReport& rr : report.regions) {
+    std::vector<PlanGroup> inside;
+    for (const PlanGroup& g : greedy.groups) {
+      const bool in_region = std::all_of(g.nodes.begin(), g.nodes.end(), [&](ValueId v) {
+        return std::binary_search(rr.nodes.begin(), rr.nodes.end(), v);
+      });
+      if (in_region) inside.push_back(g);
+    }
+    rr.changes = ChangesFromGreedy(policy.graph(), rr.plan, inside, report.threads);
+  }
+}
+
 void AddSearchCounts(const MeasurementPlan& plan, int measured, TuneReport& report) {
   for (const RegionSearch& rs : plan.regions) {
     RegionReport& rr = report.regions[rs.region];

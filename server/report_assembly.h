@@ -29,6 +29,10 @@ Plan CollectTunedPlan(const Graph& graph, const std::vector<RegionReport>& regio
 // Whole-graph figures as the sums of the regions' (no timing).
 void SumRegionFigures(TuneReport& report);
 
+// Each region's plan against the rules: its groups and schedules that greedy on default schedules
+// (GreedyBaseline, the groups inside the region) does not have.
+void NameChangesFromGreedy(const RequestPolicy& policy, TuneReport& report);
+
 // The whole graph timed under three plans: the tuned plan (report.tuned_plan, every region's
 // choice), greedy and unfused on default schedules (server/validation.h), in paired rounds. Each
 // region's plan won its own validation, so here they are the incumbent, as in `cache verify`

@@ -49,6 +49,15 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                     {"seconds", w.seconds},  {"search_candidates", w.search_candidates},
                     {"searched", w.searched}};
     }
+    json changes = json::array();
+    for (const PlanChange& c : r.changes) {
+      json group = json::array();
+      for (ValueId v : c.nodes) group.push_back(graph.RefName(v));
+      changes.push_back({{"nodes", group},
+                         {"fusion", c.fusion},
+                         {"schedule", c.schedule},
+                         {"knobs_changed", c.knobs_changed}});
+    }
     regions.push_back({{"signature", r.signature},
                        {"nodes", nodes},
                        {"ops", r.ops},
@@ -66,7 +75,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"margin", r.margin ? json(*r.margin) : json()},
                        {"rounds", r.rounds},
                        {"transferred_from", transferred_from},
-                       {"warm_start", warm_start}});
+                       {"warm_start", warm_start},
+                       {"changes_from_greedy", changes}});
   }
   bool all_cached = !report.regions.empty();
   for (const RegionReport& r : report.regions)

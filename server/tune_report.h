@@ -6,6 +6,7 @@
 
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "ir/plan_changes.h"
 #include "worker/job.h"
 
 namespace fusetune {
@@ -47,6 +48,8 @@ struct RegionReport {
   int reused = 0;                             // found in the store
   int pruned = 0;                             // skipped by the cost model under the budget
   std::optional<WarmStartReport> warm_start;  // this tune started from the family's plan
+  // Where the plan leaves the rules (greedy on default schedules): what won, when it won.
+  std::vector<PlanChange> changes;
 };
 
 struct TuneReport {

@@ -83,6 +83,7 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
       KeepTheWholeGraphsChoice(policy, regions, whole, winners, cache, report);
     }
   }
+  NameChangesFromGreedy(policy, report);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.stage_seconds = runner.stage_seconds();
   report.job_phases = runner.job_phases();
@@ -112,6 +113,7 @@ TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Ca
   for (size_t r : unanswered) missing->push_back(regions[r].signature);
   if (missing->empty()) report.tuned_plan = CollectTunedPlan(graph, report.regions);
   SumRegionFigures(report);
+  NameChangesFromGreedy(policy, report);
   return report;
 }
 

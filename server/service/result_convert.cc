@@ -53,6 +53,13 @@ v1::RegionResult RegionToProto(const Graph& graph, const RegionReport& r, bool f
   out.set_decision(r.decision);
   if (r.margin) out.set_margin(*r.margin);
   out.set_rounds(r.rounds);
+  for (const PlanChange& c : r.changes) {
+    v1::PlanChange* change = out.add_changes_from_greedy();
+    for (ValueId v : c.nodes) change->add_nodes(graph.RefName(v));
+    change->set_fusion(c.fusion);
+    change->set_schedule(c.schedule);
+    change->set_knobs_changed(c.knobs_changed);
+  }
   return out;
 }
 
@@ -105,6 +112,14 @@ TuneReport ReportFromProto(const Graph& graph, const v1::TuneResult& in) {
     rr.decision = r.decision();
     if (r.has_margin()) rr.margin = r.margin();
     rr.rounds = r.rounds();
+    for (const v1::PlanChange& c : r.changes_from_greedy()) {
+      PlanChange change;
+      for (const std::string& n : c.nodes()) change.nodes.push_back(NodeByName(graph, n));
+      change.fusion = c.fusion();
+      change.schedule = c.schedule();
+      change.knobs_changed = c.knobs_changed();
+      rr.changes.push_back(std::move(change));
+    }
     report.regions.push_back(std::move(rr));
   }
   report.total_tuned_us = in.total().tuned_us();

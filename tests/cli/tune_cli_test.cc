@@ -63,6 +63,10 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_NE(decision.find(region["chosen"].get<std::string>()), std::string::npos) << decision;
   EXPECT_GE(region["rounds"].get<int>(), 2);  // server/validation.h: kMinRounds
   EXPECT_TRUE(region["margin"].is_number());
+  // What won against the rules: nothing when greedy on default schedules was kept.
+  const auto& changes = region["changes_from_greedy"];
+  ASSERT_TRUE(changes.is_array());
+  EXPECT_EQ(changes.empty(), region["chosen"] == "greedy") << changes.dump();
   EXPECT_GT(j["candidates_measured"].get<int>(), 0);
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-3);
   for (const char* key : {"tuned_us", "greedy_us", "unfused_us"})
@@ -87,6 +91,7 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_TRUE(k["breakdown"]["stages_s"].empty()) << k["breakdown"].dump();
   EXPECT_TRUE(k["breakdown"]["schedule_ranking"].is_null()) << "nothing was planned";
   EXPECT_EQ(k["regions"][0]["plan"], region["plan"]);
+  EXPECT_EQ(k["regions"][0]["changes_from_greedy"], changes);
   EXPECT_DOUBLE_EQ(k["regions"][0]["tuned_us"].get<double>(), tuned);
 
   auto query = RunFusetune("query --local --json --db " + db.path() + " " + graph);

@@ -78,7 +78,8 @@ TEST(DecisionOnTheWire, RemoteTuneReportsTheDecisionMarginAndRoundsTheStoreHolds
   CommandResult local = RunFusetune(dir, {"query", "--json", "--db", dir.File("farm.db"), graph});
   ASSERT_EQ(local.exit_code, 0) << local.err;
   const json l = json::parse(local.out)["regions"][0], q = json::parse(query.out)["regions"][0];
-  for (const char* key : {"decision", "margin", "rounds", "chosen", "plan", "schedules"})
+  for (const char* key :
+       {"decision", "margin", "rounds", "chosen", "plan", "schedules", "changes_from_greedy"})
     EXPECT_EQ(q[key], l[key]) << key;
 }
 

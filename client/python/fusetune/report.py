@@ -11,7 +11,7 @@ from typing import Optional, Tuple
 
 from fusetune import table
 
-__all__ = ["PlanGroup", "RegionReport", "Totals", "TuneReport"]
+__all__ = ["PlanChange", "PlanGroup", "RegionReport", "Totals", "TuneReport"]
 
 
 def _json_us(us):
@@ -39,6 +39,27 @@ class PlanGroup:
     def _from_proto(cls, g):
         knobs = sorted((k.name, k.value) for k in g.schedule.knobs)
         return cls(tuple(g.nodes), ",".join(f"{k}={v}" for k, v in knobs))
+
+
+@dataclass(frozen=True)
+class PlanChange:
+    """A group of a region's plan that the rules (greedy on default schedules) do not have.
+
+    `fusion`: "attention kernel", "horizontal GEMM", "no fusion", "other grouping", or "" for
+    greedy's own group; `schedule`: its knobs when not the default ("" otherwise), and
+    `knobs_changed` only those that differ from the default."""
+    nodes: Tuple[str, ...]
+    fusion: str = ""
+    schedule: str = ""
+    knobs_changed: str = ""
+
+    @classmethod
+    def _from_proto(cls, c):
+        return cls(tuple(c.nodes), c.fusion, c.schedule, c.knobs_changed)
+
+    def to_dict(self):
+        return {"nodes": list(self.nodes), "fusion": self.fusion, "schedule": self.schedule,
+                "knobs_changed": self.knobs_changed}
 
 
 @dataclass(frozen=True)
@@ -74,6 +95,8 @@ class RegionReport:
     # How a warm-started tune began (the command line's --json "warm_start"); not on the wire yet,
     # so None here.
     warm_start: Optional[dict] = None
+    # What the plan does that greedy on default schedules does not; empty when greedy was kept.
+    changes_from_greedy: Tuple[PlanChange, ...] = ()
 
     @property
     def speedup_vs_greedy(self):
@@ -92,7 +115,9 @@ class RegionReport:
                    candidates=r.candidates, measured=r.measured, reused=r.reused,
                    pruned=r.pruned, max_abs_error=r.max_abs_error,
                    decision=r.decision, margin=r.margin if r.HasField("margin") else None,
-                   rounds=r.rounds, transferred_from=r.transferred_from)
+                   rounds=r.rounds, transferred_from=r.transferred_from,
+                   changes_from_greedy=tuple(
+                       PlanChange._from_proto(c) for c in r.changes_from_greedy))
 
     def to_dict(self):
         return {
@@ -114,6 +139,7 @@ class RegionReport:
             "rounds": self.rounds,
             "transferred_from": self.transferred_from or None,
             "warm_start": self.warm_start,
+            "changes_from_greedy": [c.to_dict() for c in self.changes_from_greedy],
         }
 
 

@@ -56,6 +56,38 @@ def _groups(region):
     return "".join(f" [{' '.join(g.nodes)}]" for g in region.plan)
 
 
+def _describe_changes(changes):
+    parts = []
+    for c in changes:
+        what = c.fusion
+        if c.schedule:
+            what += (" on schedule " if what else "schedule ") + c.knobs_changed
+        parts.append(f"{what} [{' '.join(c.nodes)}]")
+    return "; ".join(parts)
+
+
+def _changes_text(r):
+    def gain(g):
+        return g.greedy_us - g.tuned_us
+
+    total = sum(gain(g) for g in r.regions
+                if g.changes_from_greedy and math.isfinite(gain(g)) and gain(g) > 0)
+    if all(not g.changes_from_greedy for g in r.regions):
+        return ("\nwhat won against the rules: nothing, greedy's groups on default schedules "
+                "everywhere\n")
+    out = ("\nwhat won against the rules (greedy on default schedules): the region's gain, its "
+           "share of the regions' gains, and what its plan does instead\n")
+    for i, g in enumerate(r.regions):
+        if not g.changes_from_greedy:
+            continue
+        d = gain(g)
+        counted = math.isfinite(d) and d > 0 and total > 0
+        out += "{:>3}  {:>12}  {:>5}  {}\n".format(
+            i + 1, f"{d:.1f} µs" if math.isfinite(d) else "-",
+            f"{100 * d / total:.0f}%" if counted else "-", _describe_changes(g.changes_from_greedy))
+    return out
+
+
 def format_table(r):
     threads = f"{r.threads} thread{'' if r.threads == 1 else 's'}"
     out = f"{r.graph}  on {short_target(r.target)}, {threads}\n\n"
@@ -80,6 +112,7 @@ def format_table(r):
         if g.transferred_from:
             out += ("     transferred, not measured at this size: the plan tuned at "
                     f"{g.transferred_from}\n")
+    out += _changes_text(r)
     all_cached = all(g.cached for g in r.regions)
     any_transferred = any(g.transferred_from for g in r.regions)
     nothing_ran = all(g.cached or g.transferred_from for g in r.regions)

@@ -1,0 +1,76 @@
+#include "ir/plan_changes.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "ir/fusion.h"
+#include "ir/schedule_space.h"
+
+namespace fusetune {
+namespace {
+
+std::vector<ValueId> Sorted(std::vector<ValueId> nodes) {
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+std::string Fusion(const Graph& graph, const std::vector<ValueId>& nodes) {
+  const std::optional<FusedGroup> group = AnalyzeGroup(graph, nodes);
+  if (group && group->Attention()) return "attention kernel";
+  if (group && group->Horizontal()) return "horizontal GEMM";
+  return nodes.size() == 1 ? "no fusion" : "other grouping";
+}
+
+// The knobs of `schedule` that `base` does not have or sets otherwise; "-name" for one it drops.
+std::string KnobsChanged(const Schedule& schedule, const Schedule& base) {
+  std::string out;
+  auto add = [&](const std::string& knob) { out += (out.empty() ? "" : ",") + knob; };
+  for (const auto& [name, value] : schedule.knobs)
+    if (base.Get(name, value + 1) != value) add(name + "=" + std::to_string(value));
+  for (const auto& [name, value] : base.knobs)
+    if (schedule.Get(name, value + 1) == value + 1 && schedule.Get(name, value) == value)
+      add("-" + name);
+  return out;
+}
+
+void NameSchedule(const Graph& graph, const PlanGroup& pg, int threads, PlanChange& change) {
+  const std::optional<FusedGroup> group = AnalyzeGroup(graph, Sorted(pg.nodes));
+  const Schedule base = group ? ScheduleSpace(graph, *group, threads).front() : Schedule{};
+  if (pg.schedule.ToString() == base.ToString()) return;
+  change.schedule = pg.schedule.ToString();
+  change.knobs_changed = KnobsChanged(pg.schedule, base);
+}
+
+}  // namespace
+
+std::vector<PlanChange> ChangesFromGreedy(const Graph& graph, const std::vector<PlanGroup>& plan,
+                                          const std::vector<PlanGroup>& greedy, int threads) {
+  std::vector<std::vector<ValueId>> greedy_groups;
+  for (const PlanGroup& g : greedy) greedy_groups.push_back(Sorted(g.nodes));
+  std::vector<PlanChange> changes;
+  for (const PlanGroup& pg : plan) {
+    PlanChange change;
+    change.nodes = Sorted(pg.nodes);
+    const bool rules_group =
+        std::find(greedy_groups.begin(), greedy_groups.end(), change.nodes) != greedy_groups.end();
+    if (!rules_group) change.fusion = Fusion(graph, change.nodes);
+    NameSchedule(graph, pg, threads, change);
+    if (!change.fusion.empty() || !change.schedule.empty()) changes.push_back(std::move(change));
+  }
+  return changes;
+}
+
+std::string DescribeChanges(const Graph& graph, const std::vector<PlanChange>& changes) {
+  std::string out;
+  for (const PlanChange& c : changes) {
+    std::string nodes;
+    for (ValueId v : c.nodes) nodes += (nodes.empty() ? "" : " ") + graph.RefName(v);
+    std::string what = c.fusion;
+    if (!c.schedule.empty())
+      what += (what.empty() ? "schedule " : " on schedule ") + c.knobs_changed;
+    out += (out.empty() ? "" : "; ") + what + " [" + nodes + "]";
+  }
+  return out;
+}
+
+}  // namespace fusetune
