@@ -57,7 +57,13 @@ std::optional<FusedGroup> RequestPolicy::BaselineKernel(std::span<const ValueId>
   const SearchOptions defaults;
   const bool narrowed = options_.max_group_size < defaults.max_group_size ||
                         options_.max_kernel_args < defaults.max_kernel_args;
-  if (narrowed || nodes.size() < 2 || !RuleGroup(nodes)) return OneKernel(nodes, why_not);
+  std::string why;
+  if (std::optional<FusedGroup> group = OneKernel(nodes, &why)) return group;
+  // Within the limits nothing more to ask; past them, GreedyPlan is run once (RuleGroup).
+  if (narrowed || nodes.size() < 2 || !RuleGroup(nodes)) {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  }
   return Check(nodes, /*limits=*/false, why_not);
 }
 
