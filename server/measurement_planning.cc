@@ -130,12 +130,13 @@ MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
         for (const FusedGroup& group : regions[r].region.groups)
           searched.insert(Signature(g, group.nodes));
   std::vector<std::vector<BudgetCandidate>> budget_input;
+  const Plan whole_greedy = GreedyBaseline(policy);
   for (size_t r : to_search) {
     const TuneRegion& tr = regions[r];
     RegionSearch rs;
     rs.region = r;
     rs.sub = ExtractSubgraph(g, tr.canon.inputs, tr.canon.nodes, tr.canon.outputs);
-    rs.greedy = GreedyBaseline(policy, rs.sub);
+    rs.greedy = GreedyBaseline(policy, whole_greedy, rs.sub);
     // Greedy groups of the region are baselines, like single ops: always measured.
     std::set<std::vector<ValueId>> greedy;
     for (const PlanGroup& pg : rs.sub.PlanToOriginal(rs.greedy).groups) greedy.insert(pg.nodes);

@@ -49,6 +49,39 @@ bool RequestPolicy::MayJoinGroup(ValueId v, std::string* why_not) const {
 
 std::optional<FusedGroup> RequestPolicy::OneKernel(std::span<const ValueId> nodes,
                                                    std::string* why_not) const {
+  return Check(nodes, /*limits=*/true, why_not);
+}
+
+std::optional<FusedGroup> RequestPolicy::BaselineKernel(std::span<const ValueId> nodes,
+                                                        std::string* why_not) const {
+  const SearchOptions defaults;
+  const bool narrowed = options_.max_group_size < defaults.max_group_size ||
+                        options_.max_kernel_args < defaults.max_kernel_args;
+  std::string why;
+  if (std::optional<FusedGroup> group = OneKernel(nodes, &why)) return group;
+  // Within the limits nothing more to ask; past them, GreedyPlan is run once (RuleGroup).
+  if (narrowed || nodes.size() < 2 || !RuleGroup(nodes)) {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  }
+  return Check(nodes, /*limits=*/false, why_not);
+}
+
+bool RequestPolicy::RuleGroup(std::span<const ValueId> nodes) const {
+  if (!rule_groups_) {
+    rule_groups_.emplace();
+    for (PlanGroup& pg : GreedyPlan(*graph_, [&](ValueId v) { return pinned_.at(v); }).groups) {
+      std::sort(pg.nodes.begin(), pg.nodes.end());
+      rule_groups_->insert(std::move(pg.nodes));
+    }
+  }
+  std::vector<ValueId> sorted(nodes.begin(), nodes.end());
+  std::sort(sorted.begin(), sorted.end());
+  return rule_groups_->count(sorted) > 0;
+}
+
+std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, bool limits,
+                                               std::string* why_not) const {
   auto refuse = [&](std::string reason) -> std::optional<FusedGroup> {
     if (why_not) *why_not = std::move(reason);
     return std::nullopt;
@@ -58,7 +91,7 @@ std::optional<FusedGroup> RequestPolicy::OneKernel(std::span<const ValueId> node
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   const bool single = sorted.size() == 1;
   if (!single) {
-    if (static_cast<int>(sorted.size()) > options_.max_group_size)
+    if (limits && static_cast<int>(sorted.size()) > options_.max_group_size)
       return refuse(fmt::format("{} ops, more than the request's max group size {}", sorted.size(),
                                 options_.max_group_size));
     for (ValueId v : sorted)
@@ -73,7 +106,7 @@ std::optional<FusedGroup> RequestPolicy::OneKernel(std::span<const ValueId> node
   if (group->Attention() && !options_.attention)
     return refuse("the request does not compute attention as one kernel (--no-attention)");
   const int args = static_cast<int>(group->inputs.size() + group->outputs.size());
-  if (!single && args > options_.max_kernel_args)
+  if (limits && !single && args > options_.max_kernel_args)
     return refuse(fmt::format("{} kernel arguments, more than the request's max args {}", args,
                               options_.max_kernel_args));
   return group;
@@ -82,7 +115,7 @@ std::optional<FusedGroup> RequestPolicy::OneKernel(std::span<const ValueId> node
 bool RequestPolicy::Honours(std::span<const PlanGroup> groups, std::string* why_not) const {
   for (const PlanGroup& pg : groups) {
     std::string reason;
-    if (OneKernel(pg.nodes, why_not ? &reason : nullptr)) continue;
+    if (OneKernel(pg.nodes, why_not ? &reason : nullptr) || BaselineKernel(pg.nodes)) continue;
     if (why_not) *why_not = fmt::format("{}: {}", NodesText(*graph_, pg.nodes), reason);
     return false;
   }

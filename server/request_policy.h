@@ -36,8 +36,23 @@ class RequestPolicy {
   std::optional<FusedGroup> OneKernel(std::span<const ValueId> nodes,
                                       std::string* why_not = nullptr) const;
 
+  // As OneKernel, for a group that TVM's rules form (RuleGroup): the greedy baseline's kernels.
+  // The size and argument limits bound the groups the search enumerates, not the rules: TVM fuses
+  // GPT-2's MLP (dense, bias, the 8 ops of tanh-GELU, multiply) into one 11-op kernel, and the
+  // baseline a tuned plan must beat is that kernel, not 11 single ops. Only a request that narrows
+  // a limit below the default also cuts the rules' groups (it asked for no larger kernels).
+  std::optional<FusedGroup> BaselineKernel(std::span<const ValueId> nodes,
+                                           std::string* why_not = nullptr) const;
+
+  // Whether `nodes` (any order) is exactly one group of ir/plan.h's GreedyPlan over the whole
+  // graph, with the request's pinned nodes opaque. Computed on first use (a 600-op graph takes
+  // ~17 ms): only groups past the limits ask, so lookups of plans within them never pay it.
+  bool RuleGroup(std::span<const ValueId> nodes) const;
+
   // Whether a plan (groups in this graph's ids, e.g. a stored one) honours this request: every
-  // group may be one kernel. `why_not` names the first group that may not, and why.
+  // group may be one kernel (OneKernel, or BaselineKernel for a group of TVM's rules, which the
+  // validation keeps when the search does not beat it). `why_not` names the first group that
+  // may not, and why.
   bool Honours(std::span<const PlanGroup> groups, std::string* why_not = nullptr) const;
 
   // Whether a stored best plan may answer this request. Stored plans are the best of the default
@@ -69,7 +84,12 @@ class RequestPolicy {
   SearchOptions options_;
   std::vector<bool> pinned_;                  // per value: a never-fuse op or node
   std::set<std::vector<ValueId>> forbidden_;  // ascending ids
-  bool narrower_ = false, wider_ = false;     // than the default request's space
+  // GreedyPlan's groups (ascending ids), filled by the first RuleGroup call. Not thread-safe: a
+  // policy serves one request on one thread.
+  mutable std::optional<std::set<std::vector<ValueId>>> rule_groups_;
+  std::optional<FusedGroup> Check(std::span<const ValueId> nodes, bool limits,
+                                  std::string* why_not) const;
+  bool narrower_ = false, wider_ = false;  // than the default request's space
 };
 
 // The names a request gives, for the front-ends that check them (client/search_flags.cc and

@@ -6,7 +6,9 @@ Each case is tuned cold into a store of its own, then `fusetune run --plan tuned
 are re-timed in paired rounds, alternating which goes first. A case's figure is the median of the
 per-round ratios greedy / tuned (above 1: the tuned plan is faster), with the spread of those ratios;
 the summary is their geometric mean. "what differs" names what the tuned plan changed: groups
-unlike greedy's, and schedules unlike the defaults (from `tune --json`).
+unlike greedy's, and schedules unlike the defaults (from `tune --json`); "kept" is the plan the tune
+kept for the whole graph (greedy: TVM's GreedyPlan on default schedules, the plan `run --plan
+greedy` runs; tuned: a searched plan won beyond noise).
 
   bench/search/tuned_vs_greedy.py --fusetune build/fusetune --threads 1 --rounds 5
   bench/search/tuned_vs_greedy.py --cases examples/gpt2_mlp.relay examples/bert_layer_dyn.relay@x.0=256
@@ -83,6 +85,7 @@ def measure(args, case):
         "tuned_groups": len(groups["tuned"]),
         "greedy_groups": len(groups["greedy"]),
         "what_differs": differs,
+        "kept": tuned.get("total", {}).get("chosen", ""),
         "decision": tuned.get("total", {}).get("decision", ""),
     }
 
@@ -99,12 +102,14 @@ def main():
     args = ap.parse_args()
 
     rows = []
-    print(f"{'case':44} {'tune s':>7} {'meas':>5} {'greedy/tuned':>12} {'range':>13}  what differs")
+    print(f"{'case':44} {'tune s':>7} {'meas':>5} {'greedy/tuned':>12} {'range':>13} {'kept':>7}"
+          "  what differs")
     for case in args.cases:
         row = measure(args, case)
         rows.append(row)
         print(f"{case:44} {row['tune_s']:7.1f} {row['measured']:5} {row['greedy_over_tuned']:12.3f} "
-              f"{row['ratio_min']:6.3f}-{row['ratio_max']:.3f}  {row['what_differs']}", flush=True)
+              f"{row['ratio_min']:6.3f}-{row['ratio_max']:.3f} {row['kept']:>7}  "
+              f"{row['what_differs']}", flush=True)
     geo = math.exp(statistics.fmean(math.log(r["greedy_over_tuned"]) for r in rows))
     print(f"geomean greedy/tuned over {len(rows)} cases: {geo:.3f}  (threads {args.threads}, "
           f"load {os.getloadavg()[0]:.1f})")
