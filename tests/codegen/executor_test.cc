@@ -93,21 +93,28 @@ TEST(Timing, GrowsNumberAndReportsOrderedStatistics) {
   EXPECT_GE(calls, 1 + 5 * t.number);
 }
 
-TEST(RunCommand, JsonShape) {
-  std::string path = ::testing::TempDir() + "/seed.relay";
+// `fusetune run TEXT --plan greedy --threads 2 --json ARGS` on `text` written to `name`: its
+// output.
+void RunJson(const std::string& name, const std::string& text, const std::string& args,
+             std::string& out) {
+  const std::string path = ::testing::TempDir() + "/" + name;
   {
     FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(kSeed, f);
+    std::fputs(text.c_str(), f);
     std::fclose(f);
   }
-  std::string cmd = std::string(FUSETUNE_BINARY) + " run " + path +
-                    " --plan greedy --threads 2 --repeat 2 --json";
+  const std::string cmd =
+      std::string(FUSETUNE_BINARY) + " run " + path + " --plan greedy --threads 2 --json " + args;
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
-  std::string out;
   std::array<char, 4096> buf;
   while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
   ASSERT_EQ(pclose(pipe), 0) << out;
+}
+
+TEST(RunCommand, JsonShape) {
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(RunJson("seed.relay", kSeed, "--repeat 2", out));
   auto j = nlohmann::ordered_json::parse(out);
   std::vector<std::string> keys;
   for (auto& [k, v] : j.items()) keys.push_back(k);
@@ -144,20 +151,8 @@ TEST(RunCommand, IdenticalLayersCompileOnce) {
   text += ") {\n  %0 = nn.dense(%x, %w0);\n  %1 = nn.bias_add(%0, %b0);\n  %2 = tanh(%1);\n";
   text += "  %3 = nn.dense(%2, %w1);\n  %4 = nn.bias_add(%3, %b1);\n  %5 = tanh(%4);\n";
   text += "  %6 = nn.dense(%5, %w2);\n  %7 = nn.bias_add(%6, %b2);\n  tanh(%7)\n}";
-  std::string path = ::testing::TempDir() + "/layers.relay";
-  {
-    FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-  }
-  std::string cmd = std::string(FUSETUNE_BINARY) + " run " + path +
-                    " --plan greedy --threads 2 --repeat 1 --json";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
   std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  ASSERT_EQ(pclose(pipe), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(RunJson("layers.relay", text, "--repeat 1", out));
   auto j = nlohmann::ordered_json::parse(out);
   ASSERT_EQ(j["kernels"].size(), 3u) << out;
   EXPECT_EQ(j["startup"]["kernels_compiled"], 1);
