@@ -67,7 +67,7 @@ void ShowKernel(const KernelOptions& o) {
     std::string symbol = "fusetune_kernel";
     auto module = codegen::EmitGroupModule(graph, *group, schedule, jit, symbol,
                                            {.opt_level = 3, .threads = o.threads});
-    if (!o.unoptimized) jit.Optimize(*module, codegen::IrPipelineLevel(*group, 3));
+    if (!o.unoptimized) jit.Optimize(*module);
     std::cout << (o.print_asm ? jit.Assembly(*module) : jit.PrintIR(*module));
     return;
   }

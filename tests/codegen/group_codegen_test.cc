@@ -11,8 +11,6 @@
 #include <gtest/gtest.h>
 
 #include "group_check_util.h"
-#include "ir/fusion.h"
-#include "worker/codegen/compile.h"
 
 namespace fusetune::testing {
 namespace {
@@ -229,24 +227,6 @@ TEST(GroupCodegen, DenseBiasGelu) {
       "%3 = erf(%2);\n"
       "  %4 = add(%3, 1f);\n  %5 = multiply(%1, %4);\n  multiply(%5, 0.5f)\n}",
       {{"0", "1", "2", "3", "4", "5", "6"}}, kAccum);
-}
-
-// The matmul template's own IR gets a lighter pipeline than the kernel IR's loops (the
-// matmul tests here and in tests/matmul check its kernels against the interpreter at that level).
-TEST(GroupCodegen, IrPipelineLevelByTemplate) {
-  Graph g = ParseGraph(
-      "fn (%a: Tensor[(8, 16), float32], %w: Tensor[(4, 16), float32]) {"
-      " %0 = nn.dense(%a, %w); %1 = add(%0, 1f); nn.softmax(%1) }");
-  const std::vector<ValueId> dense_nodes = {*g.FindByName("0"), *g.FindByName("1")};
-  const std::vector<ValueId> softmax_nodes = {*g.FindByName("2")};
-  std::optional<FusedGroup> dense = AnalyzeGroup(g, dense_nodes);
-  std::optional<FusedGroup> softmax = AnalyzeGroup(g, softmax_nodes);
-  ASSERT_TRUE(dense && softmax);
-  ASSERT_EQ(dense->templ, GroupTemplate::kMatmul);
-  EXPECT_EQ(codegen::IrPipelineLevel(*dense, 3), 1);
-  EXPECT_EQ(codegen::IrPipelineLevel(*dense, 0), 0);
-  EXPECT_EQ(codegen::IrPipelineLevel(*softmax, 3), 3);
-  EXPECT_EQ(codegen::IrPipelineLevel(*softmax, 2), 2);
 }
 
 }  // namespace

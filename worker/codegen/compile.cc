@@ -1,6 +1,5 @@
 #include "worker/codegen/compile.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -35,11 +34,6 @@ void CheckDTypes(const Graph& graph, const FusedGroup& group) {
 }
 
 }  // namespace
-
-int IrPipelineLevel(const FusedGroup& group, int asked) {
-  const bool emits_llvm_ir = group.templ == GroupTemplate::kMatmul || group.Attention();
-  return emits_llvm_ir ? std::min(asked, 1) : asked;
-}
 
 Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                         const TargetInfo& target, const std::string& name) {
@@ -89,8 +83,7 @@ std::unique_ptr<CompiledKernel> CompileGroup(const Graph& graph, const FusedGrou
   times.lower_ms = MsSince(start);
   const bool binds = module->module().getFunction(symbol + ".bind") != nullptr;
   start = std::chrono::steady_clock::now();
-  jit.Optimize(*module,
-               options.exact_level ? options.opt_level : IrPipelineLevel(group, options.opt_level));
+  jit.Optimize(*module, options.opt_level);
   times.optimize_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
   std::unique_ptr<JitCode> code = jit.Load(std::move(module));

@@ -18,7 +18,7 @@ namespace fusetune::codegen {
 
 struct CompileTimes {
   double lower_ms = 0;     // template to LLVM IR (through the kernel IR, except for matmul)
-  double optimize_ms = 0;  // the IR pipeline
+  double optimize_ms = 0;  // the O3 pipeline
   double codegen_ms = 0;   // instruction selection and JIT linking (first lookup)
   double total_ms() const { return lower_ms + optimize_ms + codegen_ms; }
 };
@@ -57,17 +57,9 @@ class CompiledKernel {
 };
 
 struct CompileOptions {
-  int opt_level = 3;         // the IR pipeline's level, at most (see IrPipelineLevel)
-  bool exact_level = false;  // opt_level as given, whatever the template (to measure the rule)
+  int opt_level = 3;
   int threads = 0;  // threads the kernel will run with (matmul blocking); 0: the runtime's current
 };
-
-// The IR pipeline level a group's module gets when `asked` is the most allowed. The matmul and
-// attention templates emit blocked, explicitly vectorised IR, for which O1 gives the machine code
-// O3 does in less time, and their kernels are most of a tune's compiles (BENCHMARKS.md "Compile
-// levels per template"). Kernel-IR groups keep `asked`: their loops need O3's vectoriser and loop
-// passes (layer norm and softmax run 2-3x slower without them).
-int IrPipelineLevel(const FusedGroup& group, int asked);
 
 // The kernel IR of a non-matmul group (the matmul template emits LLVM IR directly, so a kMatmul
 // group is a UserError, as are a bad schedule knob and a group the templates do not handle).
