@@ -124,9 +124,9 @@ int main(int argc, char** argv) {
         for (Tensor& t : outputs) buffers.push_back(t.data());
         std::vector<std::unique_ptr<codegen::CompiledKernel>> compiled;
         for (size_t s = 0; s < n; ++s) {
-          compiled.push_back(codegen::CompileGroup(
-              g, *group, pg.schedule, *jits[settings[s].backend],
-              {.opt_level = settings[s].ir, .threads = threads}));
+          compiled.push_back(
+              codegen::CompileGroup(g, *group, pg.schedule, *jits[settings[s].backend],
+                                    {.opt_level = settings[s].ir, .threads = threads}));
           compile_ms[s] += compiled.back()->times().total_ms();
           opt_ms[s] += compiled.back()->times().optimize_ms;
           codegen_ms[s] += compiled.back()->times().codegen_ms;
