@@ -18,6 +18,7 @@
 #include "server/region_formation.h"
 #include "server/stage_log.h"
 #include "server/tuner.h"
+#include "temp_store_test.h"
 
 namespace fusetune {
 namespace {
@@ -48,19 +49,8 @@ const char* kSeed =
   where(%z, %0, %1)
 })";
 
-class GreedyBaselineTest : public ::testing::Test {
+class GreedyBaselineTest : public TempStoreTest {
  protected:
-  void SetUp() override {
-    path_ = std::filesystem::temp_directory_path() /
-            ("fusetune_greedy_baseline_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
-    std::filesystem::remove(path_);
-  }
-  void TearDown() override {
-    for (const char* suffix : {"", "-wal", "-shm"})
-      std::filesystem::remove(path_.string() + suffix);
-  }
-
   // The baselines the tune's region validations time (PlanMeasurements' RegionSearch::greedy),
   // every region's in the graph's ids, together.
   Groups RegionBaselines(const RequestPolicy& policy) {
@@ -77,8 +67,6 @@ class GreedyBaselineTest : public ::testing::Test {
         out.insert(g);
     return out;
   }
-
-  std::filesystem::path path_;
 };
 
 // On main before this test, GPT-2's MLP failed here: its 11-op greedy kernel (dense, bias_add, the

@@ -21,6 +21,7 @@
 #include "server/schedule_search.h"
 #include "server/tune_cache.h"
 #include "server/tuner.h"
+#include "temp_store_test.h"
 
 namespace fusetune {
 namespace {
@@ -205,20 +206,7 @@ struct KnobBackend : ModelBackend {
   }
 };
 
-class ScheduleSearchTune : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = std::filesystem::temp_directory_path() /
-            ("fusetune_schedule_search_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
-    std::filesystem::remove(path_);
-  }
-  void TearDown() override {
-    for (const char* suffix : {"", "-wal", "-shm"})
-      std::filesystem::remove(path_.string() + suffix);
-  }
-  std::filesystem::path path_;
-};
+class ScheduleSearchTune : public TempStoreTest {};
 
 const char* kChain = R"(fn (%x: Tensor[(64, 64), float32]) {
   %0 = exp(%x);

@@ -18,24 +18,12 @@
 #include "server/request_policy.h"
 #include "server/stage_log.h"
 #include "server/validation.h"
+#include "temp_store_test.h"
 
 namespace fusetune {
 namespace {
 
-class TunerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = std::filesystem::temp_directory_path() /
-            ("fusetune_tuner_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
-    std::filesystem::remove(path_);
-  }
-  void TearDown() override {
-    for (const char* suffix : {"", "-wal", "-shm"})
-      std::filesystem::remove(path_.string() + suffix);
-  }
-  std::filesystem::path path_;
-};
+class TunerTest : public TempStoreTest {};
 
 const char* kSeed =
     R"(fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], %z: Tensor[(12, 32, 32), float32]) {
