@@ -14,6 +14,7 @@
 #include "db/cache.h"
 #include "ir/text/relay_parser.h"
 #include "model_backend.h"
+#include "seed_graph.h"
 #include "server/measurement_planning.h"
 #include "server/region_formation.h"
 #include "server/stage_log.h"
@@ -41,13 +42,6 @@ std::string Example(const std::string& name) {
   s << in.rdbuf();
   return s.str();
 }
-
-const char* kSeed =
-    R"(fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], %z: Tensor[(12, 32, 32), float32]) {
-  %0 = nn.batch_matmul(%x, %y);
-  %1 = ones_like(%0);
-  where(%z, %0, %1)
-})";
 
 class GreedyBaselineTest : public TempStoreTest {
  protected:

@@ -5,17 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "ir/text/relay_parser.h"
+#include "seed_graph.h"
 
 namespace fusetune {
 namespace {
-
-// The seed's three ops: %0 batch_matmul, %1 ones_like(%0), %2 where(%z, %0, %1).
-const char* kSeed =
-    R"(fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], %z: Tensor[(12, 32, 32), float32]) {
-  %0 = nn.batch_matmul(%x, %y);
-  %1 = ones_like(%0);
-  where(%z, %0, %1)
-})";
 
 std::string WhyNot(const RequestPolicy& p, std::vector<ValueId> nodes) {
   std::string why;

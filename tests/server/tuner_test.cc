@@ -14,6 +14,7 @@
 #include "ir/schedule_space.h"
 #include "ir/text/relay_parser.h"
 #include "model_backend.h"
+#include "seed_graph.h"
 #include "server/measurement_planning.h"
 #include "server/request_policy.h"
 #include "server/stage_log.h"
@@ -24,13 +25,6 @@ namespace fusetune {
 namespace {
 
 class TunerTest : public TempStoreTest {};
-
-const char* kSeed =
-    R"(fn (%x: Tensor[(12, 32, 16), float32], %y: Tensor[(12, 32, 16), float32], %z: Tensor[(12, 32, 32), float32]) {
-  %0 = nn.batch_matmul(%x, %y);
-  %1 = ones_like(%0);
-  where(%z, %0, %1)
-})";
 
 TEST_F(TunerTest, SecondRunAnswersFromTheCacheWithoutMeasuring) {
   Graph g = ParseRelay(kSeed, "seed.relay");
