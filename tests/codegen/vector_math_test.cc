@@ -176,6 +176,40 @@ TEST(VectorMath, Erf) {
   Errors e = Measure(ScalarOp::kErf, Sample(-20.0f, 20.0f), [](double x) { return std::erf(x); });
   EXPECT_LE(e.max_abs, 3e-7);
   std::printf("erf: max abs error %.3g, rel %.3g\n", e.max_abs, e.max_rel);
+  // The rational form is clamped: never past +-1, odd, and NaN passes through.
+  std::vector<float> in = Sample(-6.0f, 6.0f, 9973);
+  in.insert(in.end(), {std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity(), std::nanf("")});
+  std::vector<float> got = RunUnary(sx::Unary(ScalarOp::kErf, sx::Arg(0, DType::kFloat32)), in);
+  for (size_t i = 0; i + 3 < in.size(); ++i) {
+    EXPECT_LE(std::fabs(got[i]), 1.0f) << "erf(" << in[i] << ")";
+    EXPECT_EQ(std::signbit(got[i]), std::signbit(in[i])) << "erf(" << in[i] << ")";
+  }
+  EXPECT_EQ(got[in.size() - 3], 1.0f);
+  EXPECT_EQ(got[in.size() - 2], -1.0f);
+  EXPECT_TRUE(std::isnan(got.back()));
+}
+
+// x / c for a constant c is lowered as x * (1/c): within a ulp or so of the division; a zero or
+// non-finite divisor keeps the division (x / 0 = +-inf, 0 / 0 = NaN).
+TEST(VectorMath, DivisionByConstant) {
+  const std::vector<float> in = Sample(-1e30f, 1e30f, 9973);
+  for (double c : {1.4142135, 3.0, -7.0, 0.1, 8.0}) {
+    std::vector<float> got = RunUnary(
+        sx::Binary(ScalarOp::kDiv, sx::Arg(0, DType::kFloat32), sx::Const(c, DType::kFloat32)), in);
+    double max_rel = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const double want = static_cast<double>(in[i]) / static_cast<float>(c);
+      if (std::fabs(want) < std::numeric_limits<float>::min()) continue;  // denormal results
+      max_rel = std::max(max_rel, std::fabs(got[i] - want) / std::fabs(want));
+    }
+    EXPECT_LE(max_rel, 1.2e-7) << "x / " << c;
+  }
+  std::vector<float> got = RunUnary(
+      sx::Binary(ScalarOp::kDiv, sx::Arg(0, DType::kFloat32), sx::Const(0.0)), {1.0f, -2.0f, 0.0f});
+  EXPECT_EQ(got[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(got[1], -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(got[2]));
 }
 
 TEST(VectorMath, SqrtAndRsqrt) {

@@ -1,5 +1,6 @@
 #include "worker/codegen/scalar_lowering.h"
 
+#include <cmath>
 #include <unordered_map>
 #include <vector>
 
@@ -146,7 +147,17 @@ Value* LowerScalarOp(llvm::IRBuilderBase& b, ScalarOp op, DType result, double c
       if (IsFloatOp(in)) return b.CreateFMul(a(), c());
       return in == DType::kBool ? b.CreateAnd(a(), c()) : b.CreateMul(a(), c());
     case ScalarOp::kDiv: {
-      if (IsFloatOp(in)) return b.CreateFDiv(a(), c());
+      if (IsFloatOp(in)) {
+        // By a constant: a multiply by its reciprocal (at most a ulp or so from the division,
+        // far inside the reference check), since a vector division occupies the divider for
+        // several cycles: erf-GELU's x / sqrt(2) was one per element.
+        if (auto* k = llvm::dyn_cast<llvm::ConstantFP>(operands_in[1])) {
+          const double divisor = k->getValueAPF().convertToFloat();
+          if (std::isfinite(divisor) && divisor != 0.0)
+            return b.CreateFMul(a(), Splat(b, ConstantOf(b, result, 1.0 / divisor), lanes));
+        }
+        return b.CreateFDiv(a(), c());
+      }
       // Integers truncate; x / 0 is 0 by the catalog's definition (and must not trap here).
       Value* zero = b.CreateICmpEQ(c(), ZeroLike(c()));
       Value* safe = b.CreateSelect(zero, llvm::ConstantInt::get(c()->getType(), 1), c());
