@@ -219,6 +219,29 @@ TEST(GroupCodegen, SoftmaxWithPrologueAndEpilogue) {
       {{"0", "1", "2", "3"}}, kAccum);
 }
 
+// Softmax rows read straight from the input (no row copy) and through a prologue (row cache), at a
+// length that is not a multiple of the vector width and with a scaled, shifted input.
+TEST(GroupCodegen, SoftmaxRowsPlainAndCached) {
+  ExpectMatch("fn (%x: Tensor[(3, 5, 263), float32]) { nn.softmax(%x) }", {}, kAccum);
+  ExpectMatch(
+      "fn (%x: Tensor[(3, 5, 263), float32]) {\n  %0 = multiply(%x, 40f);\n  nn.softmax(%0)\n}",
+      {{"0", "1"}}, kAccum);
+  ExpectMatch(
+      "fn (%x: Tensor[(6, 263), float32], %g: Tensor[(263), float32], %b: Tensor[(263), float32]) "
+      "{ nn.layer_norm(%x, %g, %b) }",
+      {}, kAccum);
+}
+
+// ONNX's erf-GELU: x / sqrt(2) (a multiply by the reciprocal), the rational erf, over |x| up to 8.
+TEST(GroupCodegen, ErfGeluWithConstantDivision) {
+  const std::string gelu =
+      "fn (%x: Tensor[(7, 45), float32]) {\n  %0 = multiply(%x, 8f);\n  %1 = divide(%0, "
+      "1.4142135f);\n  %2 = erf(%1);\n  %3 = add(%2, 1f);\n  %4 = multiply(%0, %3);\n  "
+      "multiply(%4, 0.5f)\n}";
+  ExpectMatch(gelu, {}, kMath);
+  ExpectMatch(gelu, {{"0", "1", "2", "3", "4", "5"}}, kMath);
+}
+
 TEST(GroupCodegen, DenseBiasGelu) {
   ExpectMatch(
       "fn (%x: Tensor[(5, 48), float32], %w: Tensor[(33, 48), float32], %b: Tensor[(33), float32]) "

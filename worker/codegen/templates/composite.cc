@@ -76,11 +76,18 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
     epilogues.push_back(InlineValue(graph, group, out, IdentityCoords(rank)));
 
   const bool cached = len <= kMaxCachedRow;
+  // A prologue that is one contiguous load of the input is re-read from L1 by the later passes
+  // rather than copied into the row cache: the copy was a memcpy call per row (with the exp
+  // constants spilled around it), 10-20% of softmax at S = 256. Softmax still caches exp().
+  const bool plain_load =
+      inner == 1 && prologue.leaves.size() == 1 && prologue.expr->op == ScalarOp::kArg &&
+      prologue.leaves[0].kind == ExprLeaf::Kind::kInput && !prologue.leaves[0].clamp;
+  const bool fill_row = cached && !plain_load;
   const int row = gk.Local("row", DType::kFloat32, cached ? len : 1);
   const int acc = gk.Local("acc", DType::kFloat32, w);
   const int s1 = gk.Local("s1", DType::kFloat32, 1), s2 = gk.Local("s2", DType::kFloat32, 1);
   auto x = [&](KExpr l) { return gk.Lower(prologue, coords(l), extents); };
-  auto row_value = [&](KExpr l) { return cached ? kir::Load(row, l) : x(l); };
+  auto row_value = [&](KExpr l) { return fill_row ? kir::Load(row, l) : x(l); };
   auto scalar = [](int buffer) { return kir::Load(buffer, kir::Int(0)); };
   auto fconst = [](double v) { return kir::Eval(sx::Const(v), {}); };
 
@@ -93,7 +100,7 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
     const int l = gk.Var("l");
     KExpr slot = kir::Mod(kir::Var(l), kir::Int(w));
     std::vector<KStmt> body;
-    if (fill && cached) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
+    if (fill && fill_row) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
     body.push_back(
         kir::Store(acc, slot, kir::Eval(combine, {kir::Load(acc, slot), value(kir::Var(l))})));
     stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
