@@ -211,8 +211,9 @@ Value* EmitErf(llvm::IRBuilderBase& b, Value* x) {
   Value* q = Polynomial(b, z,
                         {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
                          -7.37332916720468e-03, -1.42647390514189e-02});
-  // The rounding of the last steps can land a ulp past 1: clamped (NaN passes through).
-  return ClampKeepNaN(b, b.CreateFDiv(b.CreateFMul(xc, p), q), -1.0, 1.0);
+  // x last, so a tiny x gives no denormal intermediate (P(0) is -0.016); the rounding of the last
+  // steps can land a ulp past 1: clamped (NaN passes through).
+  return ClampKeepNaN(b, b.CreateFMul(b.CreateFDiv(p, q), xc), -1.0, 1.0);
 }
 
 Value* EmitSqrt(llvm::IRBuilderBase& b, Value* x) { return Unary(b, llvm::Intrinsic::sqrt, x); }
