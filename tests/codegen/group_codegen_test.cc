@@ -219,6 +219,20 @@ TEST(GroupCodegen, SoftmaxWithPrologueAndEpilogue) {
       {{"0", "1", "2", "3"}}, kAccum);
 }
 
+// Attention's head split as ONNX spells it: a slice of the QKV output, reshaped to heads and
+// transposed (K as [heads, d, S]). The index splits (s*3*H*D + h*D + d) / (H*D) and % (H*D) into s
+// and h*D + d; here with odd sizes, and a slice offset that is not a multiple of H*D.
+TEST(GroupCodegen, HeadSplitThroughSliceReshapeTranspose) {
+  for (const char* begin : {"5", "12", "3"}) {
+    const std::string relay =
+        std::string(
+            "fn (%x: Tensor[(7, 1, 36), float32]) {\n  %0 = strided_slice(%x, begin=[0, 0, ") +
+        begin + "], end=[7, 1, " + std::to_string(std::stoi(begin) + 15) +
+        "]);\n  %1 = reshape(%0, newshape=[7, 3, 5]);\n  transpose(%1, axes=[1, 2, 0])\n}";
+    ExpectMatch(relay, {{"0", "1", "2"}}, kExact);
+  }
+}
+
 // Softmax rows read straight from the input (no row copy) and through a prologue (row cache), at a
 // length that is not a multiple of the vector width and with a scaled, shifted input.
 TEST(GroupCodegen, SoftmaxRowsPlainAndCached) {

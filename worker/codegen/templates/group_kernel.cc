@@ -51,14 +51,47 @@ Bounds BoundsOf(const IndexExpr& e, std::span<const int64_t> extents) {
   return {INT64_MIN / 4, INT64_MAX / 4};
 }
 
-// Removes mods and divisions that cannot change their operand's value over the iteration space.
+void AddTerms(const IndexExpr& e, std::vector<IndexExpr>& terms) {
+  if (e->op != IndexOp::kAdd) {
+    terms.push_back(e);
+    return;
+  }
+  AddTerms(e->a, terms);
+  AddTerms(e->b, terms);
+}
+
+// e / c when e is a multiple of c (a constant, or a product with a constant factor): else null.
+IndexExpr ExactQuotient(const IndexExpr& e, int64_t c) {
+  if (e->op == IndexOp::kConst) return e->value % c == 0 ? ix::Const(e->value / c) : nullptr;
+  if (e->op == IndexOp::kMul && e->b->op == IndexOp::kConst && e->b->value % c == 0)
+    return ix::Mul(e->a, ix::Const(e->b->value / c));
+  return nullptr;
+}
+
+// Removes mods and divisions that cannot change their operand's value over the iteration space,
+// and splits q·c + r with r in [0, c) into q (division) and r (mod): a slice of a reshape read
+// through a transpose (attention's K as [heads, 64, S] from the QKV dense's output) left
+// (s·768 + h·64 + d) / 768 and % 768 in a vectorised loop, i.e. a scalar division per lane.
 IndexExpr DropTrivial(const IndexExpr& e, std::span<const int64_t> extents) {
   if (e->op == IndexOp::kConst || e->op == IndexOp::kVar) return e;
   IndexExpr a = DropTrivial(e->a, extents), b = DropTrivial(e->b, extents);
   if ((e->op == IndexOp::kMod || e->op == IndexOp::kFloorDiv) && b->op == IndexOp::kConst &&
       b->value > 0) {
+    const int64_t c = b->value;
     Bounds ab = BoundsOf(a, extents);
-    if (ab.lo >= 0 && ab.hi < b->value) return e->op == IndexOp::kMod ? a : ix::Const(0);
+    if (ab.lo >= 0 && ab.hi < c) return e->op == IndexOp::kMod ? a : ix::Const(0);
+    std::vector<IndexExpr> terms;
+    AddTerms(a, terms);
+    IndexExpr q = ix::Const(0), r = ix::Const(0);
+    for (const IndexExpr& t : terms) {
+      if (IndexExpr tq = ExactQuotient(t, c))
+        q = ix::Add(q, tq);
+      else
+        r = ix::Add(r, t);
+    }
+    Bounds rb = BoundsOf(r, extents);
+    if (rb.lo >= 0 && rb.hi < c && !(q->op == IndexOp::kConst && q->value == 0))
+      return e->op == IndexOp::kMod ? r : q;
   }
   switch (e->op) {
     case IndexOp::kAdd:
