@@ -92,25 +92,8 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
   auto fconst = [](double v) { return kir::Eval(sx::Const(v), {}); };
 
   std::vector<KStmt> stmts;
-  // dst = combine(init, acc[0..w)): halving steps (acc[l] = combine(acc[l], acc[l + half]), one
-  // vector op each) down to an odd count, then the rest in order. A chain of w - 1 scalar steps
-  // per pass was about 45 cycles of latency per row, twice per softmax row of 256.
   auto combine_lanes = [&](double init, const ScalarExpr& combine, int dst) {
-    int n = w;
-    for (; n > 1 && n % 2 == 0; n /= 2) {
-      const int half = n / 2;
-      const int l = gk.Var("l");
-      KExpr pair = kir::Eval(combine, {kir::Load(acc, kir::Var(l)),
-                                       kir::Load(acc, kir::Add(kir::Var(l), kir::Int(half)))});
-      stmts.push_back(kir::For(l, half, half > 1 ? LoopKind::kVectorized : LoopKind::kSerial,
-                               kir::Store(acc, kir::Var(l), pair), half));
-    }
-    stmts.push_back(kir::Store(dst, kir::Int(0), fconst(init)));
-    const int l = gk.Var("l");
-    stmts.push_back(
-        kir::For(l, n, LoopKind::kUnrolled,
-                 kir::Store(dst, kir::Int(0),
-                            kir::Eval(combine, {scalar(dst), kir::Load(acc, kir::Var(l))}))));
+    stmts.push_back(gk.CombineLanes(acc, w, combine, fconst(init), dst));
   };
   // acc = init; for l: (row[l] = x(l)); acc[l % w] = combine(acc, value(l)); dst = combine(lanes).
   auto reduce_pass = [&](double init, const ScalarExpr& combine, bool fill,

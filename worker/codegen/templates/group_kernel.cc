@@ -296,6 +296,27 @@ std::vector<KExpr> GroupKernel::LeafArgs(const InlinedExpr& expr, std::span<cons
   return args;
 }
 
+KStmt GroupKernel::CombineLanes(int acc, int lanes, const ScalarExpr& combine, KExpr init,
+                                int dst) {
+  std::vector<KStmt> stmts;
+  int n = lanes;
+  for (; n > 1 && n % 2 == 0; n /= 2) {
+    const int half = n / 2;
+    const int l = Var("l");
+    KExpr pair = kir::Eval(combine, {kir::Load(acc, kir::Var(l)),
+                                     kir::Load(acc, kir::Add(kir::Var(l), kir::Int(half)))});
+    stmts.push_back(kir::For(l, half, half > 1 ? LoopKind::kVectorized : LoopKind::kSerial,
+                             kir::Store(acc, kir::Var(l), pair), half));
+  }
+  stmts.push_back(kir::Store(dst, kir::Int(0), std::move(init)));
+  const int l = Var("l");
+  stmts.push_back(kir::For(
+      l, n, LoopKind::kUnrolled,
+      kir::Store(dst, kir::Int(0),
+                 kir::Eval(combine, {kir::Load(dst, kir::Int(0)), kir::Load(acc, kir::Var(l))}))));
+  return kir::Block(std::move(stmts));
+}
+
 KExpr GroupKernel::Lower(const InlinedExpr& expr, std::span<const KExpr> axes,
                          std::span<const int64_t> extents, const AnchorFn& anchor,
                          const FlatFn& flat) {

@@ -170,12 +170,7 @@ Kernel BuildReduceKernel(const Graph& graph, const FusedGroup& group, const Temp
                                  kir::Eval(combine, {kir::Load(acc, kir::Int(0)),
                                                      gk.Lower(prologue, coord, in_extents)})));
     }
-    stmts.push_back(kir::Store(res, kir::Int(0), init));
-    const int lane2 = gk.Var("l");
-    stmts.push_back(kir::For(lane2, w, LoopKind::kUnrolled,
-                             kir::Store(res, kir::Int(0),
-                                        kir::Eval(combine, {kir::Load(res, kir::Int(0)),
-                                                            kir::Load(acc, kir::Var(lane2))}))));
+    stmts.push_back(gk.CombineLanes(acc, w, combine, init, res));
     KExpr value = finalize(kir::Load(res, kir::Int(0)));
     std::vector<KExpr> oc = out_coords(kept_coord);
     for (size_t i = 0; i < group.outputs.size(); ++i) {
