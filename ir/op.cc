@@ -303,6 +303,26 @@ class FlatIndex {
   std::vector<int64_t> stack_;
 };
 
+// dst[j] = t's element at offset + stride * j, for j < n (Tensor::Get's values).
+void ReadRow(const Tensor& t, int64_t offset, int64_t stride, int64_t n, double* dst) {
+  if (t.dtype() == DType::kFloat32) {
+    const float* p = t.as<float>() + offset;
+    for (int64_t j = 0; j < n; ++j) dst[j] = p[stride * j];
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) dst[j] = t.Get(offset + stride * j);
+}
+
+// t's elements offset .. offset + n - 1 = src (Tensor::Set's rounding).
+void WriteRow(Tensor& t, int64_t offset, int64_t n, const double* src) {
+  if (t.dtype() == DType::kFloat32) {
+    float* p = t.as<float>() + offset;
+    for (int64_t j = 0; j < n; ++j) p[j] = static_cast<float>(src[j]);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) t.Set(offset + j, src[j]);
+}
+
 Tensor GenericEval(const OpDef& op, std::span<const Tensor* const> inputs, const TensorType& out,
                    const Attrs& attrs) {
   std::vector<TensorType> types;
@@ -335,6 +355,14 @@ Tensor GenericEval(const OpDef& op, std::span<const Tensor* const> inputs, const
   std::vector<int64_t> coords(std::max(rank, 1), 0);
   std::vector<int64_t> base(n, 0);
   std::vector<double> args(n, 0.0);
+  // An element-wise op whose inputs are all read at affine offsets is evaluated a row (the last
+  // axis) at a time: each input's row read, the expression evaluated over it (EvalScalarRow).
+  const bool by_rows = elementwise && std::all_of(index.begin(), index.end(),
+                                                  [](const FlatIndex& f) { return f.affine(); });
+  std::vector<std::vector<double>> rows(by_rows ? n : 0, std::vector<double>(inner));
+  std::vector<const double*> row_args;
+  for (const std::vector<double>& row : rows) row_args.push_back(row.data());
+  std::vector<double> row_out(by_rows ? inner : 0);
   // For concatenate-like ops: which input owns output coordinate c along select_axis.
   auto owner = [&](int64_t c) {
     size_t k = 0;
@@ -350,7 +378,14 @@ Tensor GenericEval(const OpDef& op, std::span<const Tensor* const> inputs, const
       for (int d = 0; d < last; ++d) b += index[i].coef(d) * coords[d];
       base[i] = b;
     }
-    for (int64_t j = 0; j < inner; ++j, ++flat) {
+    if (by_rows) {
+      for (size_t i = 0; i < n; ++i)
+        ReadRow(*inputs[i], base[i], rank ? index[i].coef(last) : 0, inner, rows[i].data());
+      EvalScalarRow(scalar, row_args, inner, row_out.data());
+      WriteRow(result, flat, inner, row_out.data());
+      flat += inner;
+    }
+    for (int64_t j = 0; !by_rows && j < inner; ++j, ++flat) {
       if (rank) coords[last] = j;
       auto read = [&](size_t i) {
         int64_t at = index[i].affine() ? base[i] + (rank ? index[i].coef(last) * j : 0)

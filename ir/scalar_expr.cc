@@ -1,8 +1,10 @@
 #include "ir/scalar_expr.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -208,6 +210,40 @@ double EvalScalar(const ScalarExpr& e, std::span<const double> args) {
       if (IsUnary(n.op)) return EvalUnary(n.op, EvalScalar(n.operands[0], args));
       return EvalBinary(n.op, n.dtype, EvalScalar(n.operands[0], args),
                         EvalScalar(n.operands[1], args));
+  }
+}
+
+void EvalScalarRow(const ScalarExpr& e, std::span<const double* const> args, int64_t n,
+                   double* out) {
+  const ScalarNode& node = *e;
+  switch (node.op) {
+    case ScalarOp::kConst:
+      std::fill(out, out + n, node.value);
+      return;
+    case ScalarOp::kArg:
+      std::copy(args[node.arg_index], args[node.arg_index] + n, out);
+      return;
+    case ScalarOp::kCast:
+      EvalScalarRow(node.operands[0], args, n, out);
+      for (int64_t j = 0; j < n; ++j) out[j] = RoundTo(out[j], node.dtype);
+      return;
+    case ScalarOp::kSelect: {
+      std::vector<double> a(n), b(n);
+      EvalScalarRow(node.operands[0], args, n, out);
+      EvalScalarRow(node.operands[1], args, n, a.data());
+      EvalScalarRow(node.operands[2], args, n, b.data());
+      for (int64_t j = 0; j < n; ++j) out[j] = out[j] != 0.0 ? a[j] : b[j];
+      return;
+    }
+    default:
+      EvalScalarRow(node.operands[0], args, n, out);
+      if (IsUnary(node.op)) {
+        for (int64_t j = 0; j < n; ++j) out[j] = EvalUnary(node.op, out[j]);
+        return;
+      }
+      std::vector<double> b(n);
+      EvalScalarRow(node.operands[1], args, n, b.data());
+      for (int64_t j = 0; j < n; ++j) out[j] = EvalBinary(node.op, node.dtype, out[j], b[j]);
   }
 }
 

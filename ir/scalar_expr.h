@@ -70,6 +70,14 @@ ScalarExpr Substitute(const ScalarExpr& e, std::span<const ScalarExpr> args);
 // Exact evaluation in double (float32 results are rounded by the caller when stored).
 double EvalScalar(const ScalarExpr& e, std::span<const double> args);
 
+// EvalScalar of `n` elements at once: args[i] holds argument i's n values, `out` receives n
+// results. Each node is computed for the whole row before its parent, by the functions EvalScalar
+// applies per element (a kSelect computes both branches and picks), so every value is the one
+// EvalScalar gives; the tree is walked once per row instead of once per element, which is where
+// the reference interpreter spent an element-wise op's time (a `where` of 1.8 M elements: 31 ms).
+void EvalScalarRow(const ScalarExpr& e, std::span<const double* const> args, int64_t n,
+                   double* out);
+
 // Flops of one evaluation, counting transcendental functions as one each.
 int CountScalarFlops(const ScalarExpr& e);
 

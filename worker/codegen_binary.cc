@@ -46,15 +46,29 @@ std::string_view BuildId() {
   return tagged.substr(tagged.find(':') + 1);
 }
 
-std::vector<std::string> CodegenCallerEnvironment() {
+std::vector<std::string> CodegenEnvironment() {
+  constexpr std::string_view kTunables = "GLIBC_TUNABLES=";
   std::vector<std::string> env;
+  std::string tunables = fmt::format("{}{}", kTunables, kHugePageMalloc);
   for (char** e = environ; *e; ++e) {
     const std::string_view entry(*e);
-    if (entry.starts_with(std::string(kCallerBuildId) + "=") ||
-        entry.starts_with(std::string(kCaller) + "="))
-      continue;
-    env.emplace_back(entry);
+    if (!entry.starts_with(kTunables)) {
+      env.emplace_back(entry);
+    } else if (entry.size() > kTunables.size()) {
+      tunables += ":";
+      tunables += entry.substr(kTunables.size());
+    }
   }
+  env.push_back(std::move(tunables));
+  return env;
+}
+
+std::vector<std::string> CodegenCallerEnvironment() {
+  std::vector<std::string> env = CodegenEnvironment();
+  std::erase_if(env, [](const std::string& entry) {
+    return entry.starts_with(std::string(kCallerBuildId) + "=") ||
+           entry.starts_with(std::string(kCaller) + "=");
+  });
   env.push_back(fmt::format("{}={}", kCallerBuildId, BuildId()));
   env.push_back(fmt::format("{}={}", kCaller, SelfPath()));
   return env;

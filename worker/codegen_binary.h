@@ -23,9 +23,22 @@ extern const char kBuildIdTagged[];
 // This build's id: a hash of the sources both executables were built from.
 std::string_view BuildId();
 
-// The environment for `fusetune-codegen` when this process execs it: this process's own, plus
-// this build's id and this executable's path, which CheckCodegenCaller reads. "NAME=VALUE" each.
+// The environment for `fusetune-codegen` when this process execs it: this process's own (as
+// CodegenEnvironment), plus this build's id and this executable's path, which CheckCodegenCaller
+// reads. "NAME=VALUE" each.
 std::vector<std::string> CodegenCallerEnvironment();
+
+// This process's environment for a `fusetune-codegen` it starts (a sandbox child, or `run`
+// exec'd): the same, with glibc's malloc asked to back its memory with transparent huge pages
+// (GLIBC_TUNABLES, kHugePageMalloc first, so tunables the user set come after it and win).
+// Why: that process allocates the tensors of every plan it checks and times, and of the
+// reference (a seed graph at S=384 has 7 MB per value), and the first touch of each 4 KiB page is
+// a page fault, 5-15 µs on this project's VMs, whose hypervisor sees each one. A warm seed tune at
+// S=384 took 31,000-41,000 of them, about half its time; with huge pages, 7,000 (BENCHMARKS.md,
+// "Shapes the store has never seen"). glibc reads the tunable at the process's start only, hence
+// the environment. Timings are of buffers already touched (the check runs each plan first).
+std::vector<std::string> CodegenEnvironment();
+inline constexpr const char* kHugePageMalloc = "glibc.malloc.hugetlb=1";
 
 // In `fusetune-codegen`, first thing: started by a `fusetune` (CodegenCallerEnvironment), checks
 // that it is of this build and throws std::runtime_error naming both executables and what to do

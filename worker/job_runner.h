@@ -10,7 +10,8 @@
 // Compiling and the reference run ahead on a PrepPool (worker/prep_pool.h): Prepare(job) queues
 // the job's reference and its kernels as soon as the job is known (the sandbox child calls it for
 // the next job while the current one runs), and Run waits only for what is not ready yet. A
-// job's kernels compile in parallel with each other, and with a 1-thread timing on a machine of
+// job's kernels compile in parallel with each other, all of them before its first plan is timed
+// (no plan is timed beside a compile of its own job), and with a 1-thread timing on a machine of
 // two cores the next job's compile overlaps this job's timing; a timing never shares its cores
 // with a compile (PrepPool::Timing). A kernel compiled ahead is the one the executor would compile
 // (worker/executor.h PlanKernels), kept in the kernel cache under the same key.

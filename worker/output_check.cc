@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -18,9 +19,33 @@ struct Difference {
   double max_magnitude = 0;  // of `want`'s finite elements
 };
 
-// One pass over two float32 outputs (the common case, and large ones: a check must not cost
-// what a timing does); element by element through Tensor::Get otherwise.
+// Two float32 outputs without a NaN among their differences (every honest kernel's): the same
+// figures as the exact loop below, in a loop without branches (a seed output at S=384 has 1.8 M
+// elements, and the exact loop's tests per element took ~11 ms of each plan's check). Where
+// x == y the difference is 0, which leaves the maximum as skipping it does; |y| < inf is
+// isfinite(y), false for a NaN. nullopt when some difference is NaN (a NaN in either, or equal
+// infinities): then the exact loop decides.
+std::optional<Difference> CompareFloats(const float* got, const float* want, int64_t n) {
+  double max_abs = 0, max_magnitude = 0;
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = got[i], y = want[i];
+    const double diff = std::fabs(x - y), magnitude = std::fabs(y);
+    nan |= diff != diff;
+    max_abs = diff > max_abs ? diff : max_abs;
+    max_magnitude = magnitude < INFINITY && magnitude > max_magnitude ? magnitude : max_magnitude;
+  }
+  if (nan) return std::nullopt;
+  return Difference{max_abs, max_magnitude};
+}
+
+// One pass over two outputs, element by element through Tensor::Get unless both are float32
+// without a NaN difference (CompareFloats).
 Difference Compare(const Tensor& got, const Tensor& want) {
+  const int64_t n = want.size();
+  if (want.dtype() == DType::kFloat32)
+    if (std::optional<Difference> d = CompareFloats(got.as<float>(), want.as<float>(), n))
+      return *d;
   Difference d;
   auto visit = [&](double x, double y) {
     if (std::isfinite(y)) d.max_magnitude = std::max(d.max_magnitude, std::fabs(y));
@@ -28,14 +53,7 @@ Difference Compare(const Tensor& got, const Tensor& want) {
     const double diff = std::fabs(x - y);
     d.max_abs = std::isnan(diff) ? INFINITY : std::max(d.max_abs, diff);
   };
-  const int64_t n = want.size();
-  if (want.dtype() == DType::kFloat32) {
-    const float* a = got.as<float>();
-    const float* b = want.as<float>();
-    for (int64_t i = 0; i < n; ++i) visit(a[i], b[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) visit(got.Get(i), want.Get(i));
-  }
+  for (int64_t i = 0; i < n; ++i) visit(got.Get(i), want.Get(i));
   return d;
 }
 

@@ -16,8 +16,6 @@
 #include "ir/error.h"
 #include "worker/codegen_binary.h"
 
-extern char** environ;
-
 namespace fusetune {
 namespace {
 
@@ -62,7 +60,11 @@ void Sandbox::Start() {
   char arg0[] = "fusetune";
   char arg1[] = "sandbox-child";
   char* argv[] = {arg0, arg1, nullptr};
-  int rc = posix_spawn(&pid_, self.c_str(), &actions, nullptr, argv, environ);
+  const std::vector<std::string> environment = CodegenEnvironment();
+  std::vector<char*> envp;
+  for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int rc = posix_spawn(&pid_, self.c_str(), &actions, nullptr, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);

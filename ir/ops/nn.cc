@@ -132,15 +132,33 @@ FT_VECTORIZE void MultiplyAccumulate(const double* A, const double* B, double* C
   }
 }
 
-// dst[c][r] = src[r][c] for a rows x cols matrix read from a tensor at `offset`, in 32x32 tiles
-// so both sides stay in cache.
-void TransposeInto(const Tensor& src, int64_t offset, int64_t rows, int64_t cols, double* dst) {
+// dst[c][r] = get(r * cols + c) for a rows x cols matrix, in 32x32 tiles so both sides stay in
+// cache.
+template <typename Get>
+void TransposeInto(Get get, int64_t rows, int64_t cols, double* dst) {
   constexpr int64_t kTile = 32;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile)
     for (int64_t c0 = 0; c0 < cols; c0 += kTile)
       for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
         for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
-          dst[c * rows + r] = src.Get(offset + r * cols + c);
+          dst[c * rows + r] = get(r * cols + c);
+}
+
+// A rows x cols matrix of `src` at `offset` into dst, as [rows][cols] or transposed ([cols][rows]),
+// with Tensor::Get's values: read as floats where it holds them (Get's dispatch per element cost
+// more than the product of a seed-sized batch_matmul).
+void MatrixInto(const Tensor& src, int64_t offset, int64_t rows, int64_t cols, bool transpose,
+                double* dst) {
+  auto copy = [&](auto get) {
+    if (transpose) return TransposeInto(get, rows, cols, dst);
+    for (int64_t x = 0; x < rows * cols; ++x) dst[x] = get(x);
+  };
+  if (src.dtype() == DType::kFloat32) {
+    const float* p = src.as<float>() + offset;
+    copy([p](int64_t x) { return static_cast<double>(p[x]); });
+  } else {
+    copy([&src, offset](int64_t x) { return src.Get(offset + x); });
+  }
 }
 
 // out[b, i, j] = sum_k A(b, i, k) * B(b, j, k), in double: both operands are copied into [m][k]
@@ -152,19 +170,24 @@ Tensor EvalMatmul(const MatmulLayout& l, const Tensor& a, const Tensor& b, const
   for (int64_t bb = 0; bb < l.batch; ++bb) {
     const int64_t a0 = bb * m * k, b0 = bb * n * k;
     if (l.transpose_a) {
-      TransposeInto(a, a0, k, m, A.data());  // stored [k][m]
+      MatrixInto(a, a0, k, m, true, A.data());  // stored [k][m]
     } else {
-      for (int64_t x = 0; x < m * k; ++x) A[x] = a.Get(a0 + x);
+      MatrixInto(a, a0, m, k, false, A.data());
     }
     if (l.transpose_b) {
-      TransposeInto(b, b0, n, k, B.data());  // stored [n][k]
+      MatrixInto(b, b0, n, k, true, B.data());  // stored [n][k]
     } else {
-      for (int64_t x = 0; x < k * n; ++x) B[x] = b.Get(b0 + x);
+      MatrixInto(b, b0, k, n, false, B.data());
     }
     std::fill(C.begin(), C.end(), 0.0);
     MultiplyAccumulate(A.data(), B.data(), C.data(), m, n, k);
     const int64_t o = bb * m * n;
-    for (int64_t x = 0; x < m * n; ++x) result.Set(o + x, C[x]);
+    if (result.dtype() == DType::kFloat32) {
+      float* r = result.as<float>() + o;
+      for (int64_t x = 0; x < m * n; ++x) r[x] = static_cast<float>(C[x]);  // as Set rounds
+    } else {
+      for (int64_t x = 0; x < m * n; ++x) result.Set(o + x, C[x]);
+    }
   }
   return result;
 }

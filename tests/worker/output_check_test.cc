@@ -63,6 +63,32 @@ TEST(OutputCheck, ToleranceScalesWithTheReference) {
   EXPECT_NEAR(c.wrong_error, 0.2, 1e-6);
 }
 
+TEST(OutputCheck, LargeOutputsGiveTheExactLargestDifference) {
+  // The float32 pass without branches (no NaN difference) against the element-by-element rule.
+  Tensor want = Tensor::Random(TensorType{DType::kFloat32, {100003}}, 3);
+  Tensor got = Tensor::Random(TensorType{DType::kFloat32, {100003}}, 3);
+  for (int64_t i = 0; i < got.size(); i += 7) got.Set(i, got.Get(i) * (1 + 1e-6));
+  got.Set(54321, want.Get(54321) + 0.015625);
+  double max_abs = 0, max_magnitude = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(got.Get(i) - want.Get(i)));
+    max_magnitude = std::max(max_magnitude, std::fabs(want.Get(i)));
+  }
+  std::vector<Tensor> gots = {got}, wants = {want};
+  OutputComparison c = CompareOutputs(gots, wants);
+  EXPECT_EQ(c.max_abs_error, max_abs);
+  EXPECT_FALSE(c.ok());
+  EXPECT_EQ(c.wrong_error, max_abs);
+  EXPECT_EQ(c.allowed, AllowedError(want));
+  EXPECT_EQ(AllowedError(want), 1e-5 + 1e-4 * max_magnitude);
+  // Equal infinities (a NaN difference in that pass) leave the rest of the output's figures.
+  want.Set(9, INFINITY);
+  got.Set(9, INFINITY);
+  gots = {got};
+  wants = {want};
+  EXPECT_EQ(CompareOutputs(gots, wants).max_abs_error, max_abs);
+}
+
 TEST(OutputCheck, DifferentCountsOrTypesAreErrors) {
   std::vector<Tensor> one = {Floats({1.0})};
   std::vector<Tensor> two = {Floats({1.0}), Floats({1.0})};
