@@ -1,5 +1,9 @@
 #include "client/local_backend.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <span>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +17,11 @@ double MsBetween(std::chrono::steady_clock::time_point a, std::chrono::steady_cl
 }
 
 }  // namespace
+
+int JobsAhead() {
+  if (const char* n = std::getenv("FUSETUNE_JOBS_AHEAD")) return std::max(0, std::atoi(n));
+  return 3;
+}
 
 LocalBackend::~LocalBackend() {
   if (jobs_run_ == 0) return;
@@ -34,8 +43,8 @@ std::vector<JobResult> LocalBackend::RunJobs(const std::vector<MeasureJob>& jobs
   JobPhases batch;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const MeasureJob& job = jobs[i];
-    // The next job goes along, so the child compiles it while this one is timed.
-    results.push_back(sandbox_.Run(job, i + 1 < jobs.size() ? &jobs[i + 1] : nullptr));
+    const size_t ahead = std::min(jobs.size() - i - 1, static_cast<size_t>(jobs_ahead_));
+    results.push_back(sandbox_.Run(job, std::span(jobs).subspan(i + 1, ahead)));
     if (spdlog::should_log(spdlog::level::trace)) {
       std::string plans;
       for (const PlanResult& p : results.back().plans)

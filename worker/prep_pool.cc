@@ -53,11 +53,13 @@ void PrepPool::Work() {
     if (stopping_) return;
     std::packaged_task<void()> task = std::move(queue_.front());
     queue_.pop_front();
+    CountIdle();
     ++running_;
     max_running_ = std::max(max_running_, running_);
     lock.unlock();
     task();  // an exception lands in the task's future
     lock.lock();
+    CountIdle();
     --running_;
     changed_.notify_all();
   }
@@ -67,7 +69,12 @@ PrepPool::Timing::Timing(PrepPool& pool, int threads) : pool_(pool) {
   std::unique_lock<std::mutex> lock(pool_.mutex_);
   pool_.timing_threads_ = std::max(1, threads);
   // Tasks already running beyond the free cores finish first (their work is needed anyway).
+  if (pool_.running_ <= pool_.Limit()) return;
+  pool_.CountIdle();
+  ++pool_.waiters_;
   pool_.changed_.wait(lock, [&] { return pool_.running_ <= pool_.Limit(); });
+  pool_.CountIdle();
+  --pool_.waiters_;
 }
 
 PrepPool::Timing::~Timing() {
@@ -76,6 +83,34 @@ PrepPool::Timing::~Timing() {
     pool_.timing_threads_ = 0;
   }
   pool_.changed_.notify_all();
+}
+
+void PrepPool::CountIdle() {
+  const auto now = std::chrono::steady_clock::now();
+  if (waiters_ > 0)
+    idle_core_ms_ += std::max(0, cores_ - running_) *
+                     std::chrono::duration<double, std::milli>(now - counted_).count();
+  counted_ = now;
+}
+
+void PrepPool::Wait(const std::shared_future<void>& done) {
+  if (cores_ > 0 && done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      CountIdle();
+      ++waiters_;
+    }
+    done.wait();
+    std::lock_guard<std::mutex> lock(mutex_);
+    CountIdle();
+    --waiters_;
+  }
+  done.get();
+}
+
+double PrepPool::idle_core_ms() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return idle_core_ms_;
 }
 
 int PrepPool::max_running_seen() const {

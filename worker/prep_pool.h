@@ -14,6 +14,7 @@
 //   auto done = pool.Submit([&] { ... });   // std::shared_future<void>: get() rethrows
 //   { PrepPool::Timing t(pool, threads);   // no task beyond cores - threads while it lives
 //     ... time ... }
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -38,6 +39,15 @@ class PrepPool {
 
   std::shared_future<void> Submit(std::function<void()> task);
 
+  // Waits for `done` (a submitted task's future) and rethrows its error; the time counts towards
+  // idle_core_ms.
+  void Wait(const std::shared_future<void>& done);
+
+  // Core time no task used while a thread waited for one (Wait, or a Timing waiting for running
+  // tasks to finish), in ms: on a machine of two, a job waiting for a kernel that compiles alone
+  // leaves a core idle. Grows over the pool's life.
+  double idle_core_ms() const;
+
   // While one lives, a timing of `threads` threads runs on the calling thread.
   class Timing {
    public:
@@ -56,11 +66,15 @@ class PrepPool {
  private:
   void Work();
   int Limit() const;  // tasks that may run now (under mutex_)
+  void CountIdle();   // adds the idle cores since the last call (under mutex_, before a change)
   const int cores_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::packaged_task<void()>> queue_;
   int running_ = 0, timing_threads_ = 0, max_running_ = 0;
+  int waiters_ = 0;  // threads in Wait or in a Timing's start
+  double idle_core_ms_ = 0;
+  std::chrono::steady_clock::time_point counted_ = std::chrono::steady_clock::now();
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

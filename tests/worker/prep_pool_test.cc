@@ -43,6 +43,21 @@ TEST(PrepPool, UsesEveryCoreWhileNothingIsTimed) {
   EXPECT_EQ(MostAtOnce(pool, 6), 2);
 }
 
+TEST(PrepPool, CountsTheCoresLeftIdleWhileAThreadWaits) {
+  PrepPool pool(2);
+  // One task while the caller waits: one core of two idle for its 100 ms.
+  pool.Wait(pool.Submit([] { std::this_thread::sleep_for(100ms); }));
+  const double alone = pool.idle_core_ms();
+  EXPECT_GE(alone, 80.0);
+  EXPECT_LE(alone, 400.0);
+  // Two at once: no core idle while the caller waits for the first.
+  std::shared_future<void> first = pool.Submit([] { std::this_thread::sleep_for(100ms); });
+  std::shared_future<void> second = pool.Submit([] { std::this_thread::sleep_for(100ms); });
+  pool.Wait(first);
+  pool.Wait(second);
+  EXPECT_LE(pool.idle_core_ms() - alone, 40.0);
+}
+
 TEST(PrepPool, LeavesATimingItsCores) {
   PrepPool pool(2);
   {
