@@ -234,6 +234,7 @@ void JobRunner::Prepare(const MeasureJob& job) {
 JobResult JobRunner::Run(const MeasureJob& job) {
   const auto job_start = std::chrono::steady_clock::now();
   const double idle_before = pool_.idle_core_ms();
+  PrepPool::Foreground foreground(pool_, job.threads);
   JobResult result;
   result.id = job.id;
   JobPhases& phases = result.phases;

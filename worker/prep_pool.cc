@@ -43,7 +43,9 @@ std::shared_future<void> PrepPool::Submit(std::function<void()> task) {
 }
 
 int PrepPool::Limit() const {
-  return timing_threads_ > 0 ? std::max(0, cores_ - timing_threads_) : cores_;
+  if (timing_threads_ > 0) return std::max(0, cores_ - timing_threads_);
+  if (waiters_ > 0) return cores_;
+  return std::max(0, cores_ - job_threads_);
 }
 
 void PrepPool::Work() {
@@ -63,6 +65,19 @@ void PrepPool::Work() {
     --running_;
     changed_.notify_all();
   }
+}
+
+PrepPool::Foreground::Foreground(PrepPool& pool, int threads) : pool_(pool) {
+  std::lock_guard<std::mutex> lock(pool_.mutex_);
+  pool_.job_threads_ = std::max(1, threads);
+}
+
+PrepPool::Foreground::~Foreground() {
+  {
+    std::lock_guard<std::mutex> lock(pool_.mutex_);
+    pool_.job_threads_ = 0;
+  }
+  pool_.changed_.notify_all();
 }
 
 PrepPool::Timing::Timing(PrepPool& pool, int threads) : pool_(pool) {
@@ -100,6 +115,7 @@ void PrepPool::Wait(const std::shared_future<void>& done) {
       CountIdle();
       ++waiters_;
     }
+    changed_.notify_all();  // every core may take a task now
     done.wait();
     std::lock_guard<std::mutex> lock(mutex_);
     CountIdle();

@@ -10,6 +10,12 @@
 // compile it could have avoided. With one core (a worker pinned to its core) nothing overlaps a
 // timing; tasks then run while the job waits for them.
 //
+// The job's thread is not always timing: it also checks a plan (one run on the job's threads)
+// and waits. While a job runs (a Foreground lives) and waits for nothing, the pool starts no task
+// beyond the cores its threads leave free, and while it waits (Wait) it starts tasks on every
+// core. At 2 threads on 2 cores, tasks then start only while the job waits for one, and a task
+// started beside the job's check need not be waited for by the timing that follows.
+//
 //   PrepPool pool(UsableCores());
 //   auto done = pool.Submit([&] { ... });   // std::shared_future<void>: get() rethrows
 //   { PrepPool::Timing t(pool, threads);   // no task beyond cores - threads while it lives
@@ -48,6 +54,18 @@ class PrepPool {
   // leaves a core idle. Grows over the pool's life.
   double idle_core_ms() const;
 
+  // While one lives, a job of `threads` threads runs on the calling thread.
+  class Foreground {
+   public:
+    Foreground(PrepPool& pool, int threads);
+    ~Foreground();
+    Foreground(const Foreground&) = delete;
+    Foreground& operator=(const Foreground&) = delete;
+
+   private:
+    PrepPool& pool_;
+  };
+
   // While one lives, a timing of `threads` threads runs on the calling thread.
   class Timing {
    public:
@@ -72,7 +90,8 @@ class PrepPool {
   std::condition_variable changed_;
   std::deque<std::packaged_task<void()>> queue_;
   int running_ = 0, timing_threads_ = 0, max_running_ = 0;
-  int waiters_ = 0;  // threads in Wait or in a Timing's start
+  int waiters_ = 0;      // threads in Wait or in a Timing's start
+  int job_threads_ = 0;  // of the job in the Foreground
   double idle_core_ms_ = 0;
   std::chrono::steady_clock::time_point counted_ = std::chrono::steady_clock::now();
   bool stopping_ = false;
