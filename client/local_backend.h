@@ -1,7 +1,7 @@
 #pragma once
 // `--local`: measurement jobs run one at a time in a sandbox child process of this binary, each
-// with the next jobs of its batch sent along (a window of JobsAhead()) so the child compiles them
-// while this one is timed, on every core a timing leaves free and between timings. The
+// with the next jobs of its batch sent along (windows of JobsAhead()) so the child compiles them
+// while this one is timed, on every core a timing leaves free, or in one go between timings. The
 // embedded default: no daemons, one machine. With `--log-level debug` it logs where the time of
 // each batch of jobs went (worker/job.h JobPhases), and the time between batches, which is the
 // tuner's own (search, store writes).
@@ -13,10 +13,11 @@
 
 namespace fusetune::cli {
 
-// How many jobs go ahead of the one running: FUSETUNE_JOBS_AHEAD when set, else 3. One job of one
-// kernel compiles on one core while a second idles; the jobs of a tune hold 1-3 new kernels each,
-// and at 2 threads a timing takes every core, so compiles run only between timings and need kernels
-// of several jobs at hand to use both cores (BENCHMARKS.md "Tuning time", "Jobs sent ahead").
+// How many jobs go ahead of the one running, sent in windows of that many: FUSETUNE_JOBS_AHEAD
+// when set, else 6. At 2 threads a timing takes every core, so compiles run only between timings;
+// the child compiles a window's kernels in one go on both cores (worker/prep_pool.h) instead of
+// one job's (often one kernel on one core) between each pair of timings. BENCHMARKS.md "Tuning
+// time", "Jobs sent ahead".
 int JobsAhead();
 
 class LocalBackend : public MeasurementBackend {

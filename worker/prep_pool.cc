@@ -82,11 +82,16 @@ PrepPool::Foreground::~Foreground() {
 
 PrepPool::Timing::Timing(PrepPool& pool, int threads) : pool_(pool) {
   std::unique_lock<std::mutex> lock(pool_.mutex_);
-  pool_.timing_threads_ = std::max(1, threads);
-  // Tasks already running beyond the free cores finish first (their work is needed anyway).
-  if (pool_.running_ <= pool_.Limit()) return;
   pool_.CountIdle();
   ++pool_.waiters_;
+  if (threads >= pool_.cores_) {
+    // No core is left to compile beside this timing: what is queued is done first, on every core
+    // (Limit while a thread waits), and the next timings of the jobs sent ahead start at once.
+    pool_.changed_.notify_all();
+    pool_.changed_.wait(lock, [&] { return pool_.queue_.empty() && pool_.running_ == 0; });
+  }
+  pool_.timing_threads_ = std::max(1, threads);
+  // Tasks already running beyond the free cores finish first (their work is needed anyway).
   pool_.changed_.wait(lock, [&] { return pool_.running_ <= pool_.Limit(); });
   pool_.CountIdle();
   --pool_.waiters_;

@@ -14,7 +14,10 @@
 // and waits. While a job runs (a Foreground lives) and waits for nothing, the pool starts no task
 // beyond the cores its threads leave free, and while it waits (Wait) it starts tasks on every
 // core. At 2 threads on 2 cores, tasks then start only while the job waits for one, and a task
-// started beside the job's check need not be waited for by the timing that follows.
+// started beside the job's check need not be waited for by the timing that follows. A timing that
+// takes every core first lets the pool finish everything queued, on every core: the jobs sent
+// ahead are compiled in one go, with one core idle only at its end, instead of one job's kernel at
+// a time between timings.
 //
 //   PrepPool pool(UsableCores());
 //   auto done = pool.Submit([&] { ... });   // std::shared_future<void>: get() rethrows
