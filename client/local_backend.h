@@ -15,9 +15,9 @@ namespace fusetune::cli {
 
 // How many jobs go ahead of the one running, sent in windows of that many (at least 1):
 // FUSETUNE_JOBS_AHEAD when set, else 6. At 2 threads a timing takes every core, so compiles run
-// only between timings; the child compiles a window's kernels in one go on both cores
-// (worker/prep_pool.h) instead of one job's (often one kernel on one core) between each pair of
-// timings. BENCHMARKS.md "Tuning time", "Jobs sent ahead".
+// only between timings, and each timing waited for the compiles already running with a core
+// idle; the child now compiles a window's kernels in one go on both cores before the first
+// timing (worker/prep_pool.h). BENCHMARKS.md "Tuning time", "Jobs sent ahead".
 int JobsAhead();
 
 class LocalBackend : public MeasurementBackend {
