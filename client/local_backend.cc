@@ -1,5 +1,9 @@
 #include "client/local_backend.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <span>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +17,11 @@ double MsBetween(std::chrono::steady_clock::time_point a, std::chrono::steady_cl
 }
 
 }  // namespace
+
+int JobsAhead() {
+  if (const char* n = std::getenv("FUSETUNE_JOBS_AHEAD")) return std::max(0, std::atoi(n));
+  return 6;
+}
 
 LocalBackend::~LocalBackend() {
   if (jobs_run_ == 0) return;
@@ -34,8 +43,11 @@ std::vector<JobResult> LocalBackend::RunJobs(const std::vector<MeasureJob>& jobs
   JobPhases batch;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const MeasureJob& job = jobs[i];
-    // The next job goes along, so the child compiles it while this one is timed.
-    results.push_back(sandbox_.Run(job, i + 1 < jobs.size() ? &jobs[i + 1] : nullptr));
+    // Sent in windows of jobs_ahead_: the jobs i + 1 up to the end of the next window, which the
+    // child then compiles in one go (worker/prep_pool.h), and never fewer than one ahead.
+    const size_t window = std::max<size_t>(1, jobs_ahead_);
+    const size_t end = std::min(jobs.size(), (i / window + 1) * window + 1);
+    results.push_back(sandbox_.Run(job, std::span(jobs).subspan(i + 1, end - i - 1)));
     if (spdlog::should_log(spdlog::level::trace)) {
       std::string plans;
       for (const PlanResult& p : results.back().plans)

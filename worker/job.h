@@ -12,8 +12,9 @@
 // Fault injection for tests: with FUSETUNE_TEST_INJECT=crash:OP, hang:OP or wrong:OP in the
 // environment of the process that runs jobs, every fused group (two or more ops) that holds an op
 // named OP crashes, hangs, or computes a wrong result, so tests can prove such kernels are recorded
-// invalid and the search goes on. compile_crash:OP crashes the process while such a group's kernel
-// compiles (which may be ahead of its job, while an earlier job runs: worker/job_runner.h).
+// invalid and the search goes on. compile_crash:OP and compile_hang:OP crash or hang the process
+// while such a group's kernel compiles (which may be ahead of its job, while an earlier job runs:
+// worker/job_runner.h).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ struct JobPhases {
   double sandbox_ms = 0;    // starting the sandbox child, the pipe and JSON, beyond the job itself
   double idle_ms = 0;       // before the job: the worker reporting its last result and leasing
   double total_ms = 0;      // the job where it ran (the sum of the first six, and what they miss)
+  // Not wall time: core time no work ahead used while the job waited for some (its kernels or
+  // reference): a kernel compiling alone on a machine of two leaves a core idle
+  // (worker/prep_pool.h idle_core_ms).
+  double cores_idle_ms = 0;
 };
 
 // Every figure of JobPhases with its name: the one list that the JSON and wire forms and the logs
@@ -75,7 +80,7 @@ inline constexpr PhaseField kPhaseFields[] = {
     {"setup_ms", &JobPhases::setup_ms},     {"compile_ms", &JobPhases::compile_ms},
     {"check_ms", &JobPhases::check_ms},     {"timing_ms", &JobPhases::timing_ms},
     {"sandbox_ms", &JobPhases::sandbox_ms}, {"idle_ms", &JobPhases::idle_ms},
-    {"total_ms", &JobPhases::total_ms}};
+    {"total_ms", &JobPhases::total_ms},     {"cores_idle_ms", &JobPhases::cores_idle_ms}};
 
 inline JobPhases& operator+=(JobPhases& total, const JobPhases& part) {
   for (const PhaseField& f : kPhaseFields) total.*f.figure += part.*f.figure;

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -178,7 +179,9 @@ std::shared_future<void> JobRunner::EnsureKernel(std::shared_ptr<const Graph> gr
   codegen::Jit& jit = this->jit();
   auto compile = [this, graph, order = std::move(order), threads, &jit] {
     try {
-      if (InjectedFault(*graph, {order.group.nodes}) == "compile_crash") std::raise(SIGSEGV);
+      const std::string fault = InjectedFault(*graph, {order.group.nodes});
+      if (fault == "compile_crash") std::raise(SIGSEGV);
+      if (fault == "compile_hang") std::this_thread::sleep_for(std::chrono::hours(24));
       kernels_.Put(order.key, CompileKernel(*graph, order, jit, threads));
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -206,12 +209,18 @@ void JobRunner::Prepare(const MeasureJob& job) {
   try {
     auto graph =
         std::make_shared<const Graph>(ParseRelay(job.graph_text, fmt::format("job {}", job.id)));
-    pool_.Submit([this, graph, seed = job.seed, id = job.id] {
-      std::lock_guard<std::mutex> lock(reference_mutex_);
-      const int evaluated = references_.Get(*graph, seed).evaluated;
-      std::lock_guard<std::mutex> count(mutex_);
-      if (evaluated > 0) prepared_[id].reference_evaluated += evaluated;
-    });
+    auto reference = std::make_shared<ReferenceCache::Reference>();
+    std::shared_future<void> done =
+        pool_.Submit([this, graph, reference, seed = job.seed, id = job.id] {
+          std::lock_guard<std::mutex> lock(reference_mutex_);
+          *reference = references_.Get(*graph, seed);
+          std::lock_guard<std::mutex> count(mutex_);
+          if (reference->evaluated > 0) prepared_[id].reference_evaluated += reference->evaluated;
+        });
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      prepared_references_[job.id] = {done, reference};
+    }
     for (const JobPlan& job_plan : job.plans) {
       Plan plan = PlanFromJson(*graph, job_plan.json, job_plan.name);
       for (KernelOrder& order : PlanKernels(*graph, plan, jit(), job.threads))
@@ -224,6 +233,8 @@ void JobRunner::Prepare(const MeasureJob& job) {
 
 JobResult JobRunner::Run(const MeasureJob& job) {
   const auto job_start = std::chrono::steady_clock::now();
+  const double idle_before = pool_.idle_core_ms();
+  PrepPool::Foreground foreground(pool_, job.threads);
   JobResult result;
   result.id = job.id;
   JobPhases& phases = result.phases;
@@ -234,7 +245,26 @@ JobResult JobRunner::Run(const MeasureJob& job) {
   phases.parse_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
   ReferenceCache::Reference reference;
+  std::optional<PreparedReference> prepared_reference;
   {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = prepared_references_.find(job.id); it != prepared_references_.end()) {
+      prepared_reference = std::move(it->second);
+      prepared_references_.erase(it);
+    }
+  }
+  bool have_reference = false;
+  if (prepared_reference) {
+    try {
+      pool_.Wait(prepared_reference->done);
+      reference = *prepared_reference->value;
+      reference.evaluated = 0;  // counted by the preparation
+      have_reference = true;
+    } catch (const std::exception&) {
+      // The preparation failed: again here, where the failure is the job's error.
+    }
+  }
+  if (!have_reference) {
     std::lock_guard<std::mutex> lock(reference_mutex_);
     reference = references_.Get(g, job.seed);
   }
@@ -264,7 +294,7 @@ JobResult JobRunner::Run(const MeasureJob& job) {
   for (const std::shared_future<void>& compile : compiles) compile.wait();
   auto await_kernels = [&](const Plan& plan) {
     for (KernelOrder& order : PlanKernels(g, plan, jit, job.threads))
-      EnsureKernel(graph, std::move(order), job.threads, job.id).get();
+      pool_.Wait(EnsureKernel(graph, std::move(order), job.threads, job.id));
   };
   const PlanRun run{g,        job,   reference.inputs, reference.outputs, jit,
                     kernels_, pool_, await_kernels};
@@ -288,6 +318,7 @@ JobResult JobRunner::Run(const MeasureJob& job) {
     result.reuse.reference_nodes_evaluated = reference.evaluated + prepared.reference_evaluated;
   }
   phases.total_ms = MsSince(job_start);
+  phases.cores_idle_ms = pool_.idle_core_ms() - idle_before;
   return result;
 }
 

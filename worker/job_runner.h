@@ -87,6 +87,13 @@ class JobRunner {
     int reference_evaluated = 0;
   };
   std::unordered_map<int64_t, Prepared> prepared_;  // by job id
+  // A job's reference computed ahead, kept for its run, so the run never waits for the
+  // interpreter working on a later job's reference (reference_mutex_).
+  struct PreparedReference {
+    std::shared_future<void> done;
+    std::shared_ptr<ReferenceCache::Reference> value;
+  };
+  std::unordered_map<int64_t, PreparedReference> prepared_references_;  // by job id
   PrepPool pool_;  // last: its threads stop before anything they use is destroyed
 };
 

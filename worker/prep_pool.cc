@@ -43,7 +43,9 @@ std::shared_future<void> PrepPool::Submit(std::function<void()> task) {
 }
 
 int PrepPool::Limit() const {
-  return timing_threads_ > 0 ? std::max(0, cores_ - timing_threads_) : cores_;
+  if (timing_threads_ > 0) return std::max(0, cores_ - timing_threads_);
+  if (waiters_ > 0) return cores_;
+  return std::max(0, cores_ - job_threads_);
 }
 
 void PrepPool::Work() {
@@ -53,21 +55,46 @@ void PrepPool::Work() {
     if (stopping_) return;
     std::packaged_task<void()> task = std::move(queue_.front());
     queue_.pop_front();
+    CountIdle();
     ++running_;
     max_running_ = std::max(max_running_, running_);
     lock.unlock();
     task();  // an exception lands in the task's future
     lock.lock();
+    CountIdle();
     --running_;
     changed_.notify_all();
   }
 }
 
+PrepPool::Foreground::Foreground(PrepPool& pool, int threads) : pool_(pool) {
+  std::lock_guard<std::mutex> lock(pool_.mutex_);
+  pool_.job_threads_ = std::max(1, threads);
+}
+
+PrepPool::Foreground::~Foreground() {
+  {
+    std::lock_guard<std::mutex> lock(pool_.mutex_);
+    pool_.job_threads_ = 0;
+  }
+  pool_.changed_.notify_all();
+}
+
 PrepPool::Timing::Timing(PrepPool& pool, int threads) : pool_(pool) {
   std::unique_lock<std::mutex> lock(pool_.mutex_);
+  pool_.CountIdle();
+  ++pool_.waiters_;
+  if (threads >= pool_.cores_) {
+    // No core is left to compile beside this timing: what is queued is done first, on every core
+    // (Limit while a thread waits), and the next timings of the jobs sent ahead start at once.
+    pool_.changed_.notify_all();
+    pool_.changed_.wait(lock, [&] { return pool_.queue_.empty() && pool_.running_ == 0; });
+  }
   pool_.timing_threads_ = std::max(1, threads);
   // Tasks already running beyond the free cores finish first (their work is needed anyway).
   pool_.changed_.wait(lock, [&] { return pool_.running_ <= pool_.Limit(); });
+  pool_.CountIdle();
+  --pool_.waiters_;
 }
 
 PrepPool::Timing::~Timing() {
@@ -76,6 +103,35 @@ PrepPool::Timing::~Timing() {
     pool_.timing_threads_ = 0;
   }
   pool_.changed_.notify_all();
+}
+
+void PrepPool::CountIdle() {
+  const auto now = std::chrono::steady_clock::now();
+  if (waiters_ > 0)
+    idle_core_ms_ += std::max(0, cores_ - running_) *
+                     std::chrono::duration<double, std::milli>(now - counted_).count();
+  counted_ = now;
+}
+
+void PrepPool::Wait(const std::shared_future<void>& done) {
+  if (cores_ > 0 && done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      CountIdle();
+      ++waiters_;
+    }
+    changed_.notify_all();  // every core may take a task now
+    done.wait();
+    std::lock_guard<std::mutex> lock(mutex_);
+    CountIdle();
+    --waiters_;
+  }
+  done.get();
+}
+
+double PrepPool::idle_core_ms() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return idle_core_ms_;
 }
 
 int PrepPool::max_running_seen() const {

@@ -27,11 +27,21 @@ std::string DescribeExit(int status) {
   return "ended";
 }
 
-bool WriteAll(int fd, const std::string& data) {
+// The child's end is non-blocking: a child that stops reading (stuck while preparing a job sent
+// ahead, with the pipe full) fails the write at the job's deadline instead of hanging the parent.
+bool WriteAll(int fd, const std::string& data, std::chrono::steady_clock::time_point deadline) {
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::write(fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd pfd{fd, POLLOUT, 0};
+      ::poll(&pfd, 1, static_cast<int>(left.count()));
+      continue;
+    }
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
@@ -76,11 +86,12 @@ void Sandbox::Start() {
   }
   to_child_ = in_pipe[1];
   from_child_ = out_pipe[0];
+  ::fcntl(to_child_, F_SETFL, ::fcntl(to_child_, F_GETFL) | O_NONBLOCK);
   pending_.clear();
 }
 
 void Sandbox::Stop() {
-  sent_ahead_.reset();
+  sent_ahead_.clear();
   if (to_child_ >= 0) ::close(to_child_);
   if (from_child_ >= 0) ::close(from_child_);
   to_child_ = from_child_ = -1;
@@ -92,7 +103,7 @@ void Sandbox::Stop() {
   pid_ = -1;
 }
 
-JobResult Sandbox::Run(const MeasureJob& job, const MeasureJob* next) {
+JobResult Sandbox::Run(const MeasureJob& job, std::span<const MeasureJob> ahead) {
   const auto start = std::chrono::steady_clock::now();
   // The parent's own share of the job: what the child did not account for.
   auto with_overhead = [&](JobResult result) {
@@ -101,10 +112,18 @@ JobResult Sandbox::Run(const MeasureJob& job, const MeasureJob* next) {
     result.phases.sandbox_ms = std::max(0.0, wall - result.phases.total_ms);
     return result;
   };
-  JobResult result = RunOnce(job, next);
-  // The child died with the next job sent: the crash or hang may have been that job's, being
+  // A suspect runs alone. No suspect is sent ahead, nor any job after it: the child takes jobs in
+  // the order sent.
+  if (suspects_.erase(job.id) > 0) ahead = {};
+  for (size_t i = 0; i < ahead.size(); ++i)
+    if (suspects_.contains(ahead[i].id)) {
+      ahead = ahead.first(i);
+      break;
+    }
+  JobResult result = RunOnce(job, ahead);
+  // The child died holding jobs sent ahead: the crash or hang may have been one of theirs, being
   // prepared, so this one runs again alone before anything is blamed on it.
-  if (child_died_ && next) result = RunOnce(job, nullptr);
+  if (died_with_ahead_) result = RunOnce(job, {});
   bool all_failed = !result.plans.empty();
   for (const PlanResult& t : result.plans)
     all_failed &= !t.ok && t.reason == result.plans[0].reason;
@@ -116,7 +135,7 @@ JobResult Sandbox::Run(const MeasureJob& job, const MeasureJob* next) {
   for (const JobPlan& plan : job.plans) {
     MeasureJob single = job;
     single.plans = {plan};
-    JobResult one = RunOnce(single, nullptr);
+    JobResult one = RunOnce(single, {});
     if (merged.target.empty()) merged.target = one.target;
     merged.plans.push_back(one.plans.at(0));
     merged.phases += one.phases;
@@ -125,9 +144,21 @@ JobResult Sandbox::Run(const MeasureJob& job, const MeasureJob* next) {
   return with_overhead(std::move(merged));
 }
 
-JobResult Sandbox::RunOnce(const MeasureJob& job, const MeasureJob* next) {
-  child_died_ = false;
+JobResult Sandbox::RunOnce(const MeasureJob& job, std::span<const MeasureJob> ahead) {
+  child_died_ = died_with_ahead_ = false;
+  // The child holds other jobs first: the caller skipped jobs it sent ahead. A new child, so no
+  // answer of theirs is taken for this job's.
+  if (!sent_ahead_.empty() && sent_ahead_.front() != job.id) Stop();
   if (pid_ < 0) Start();
+  const auto deadline = std::chrono::steady_clock::now() + time_limit_;
+  // The child is gone or past help: the jobs it held ahead become suspects (Run).
+  auto died = [&](const std::string& why) {
+    died_with_ahead_ = !sent_ahead_.empty();
+    suspects_.insert(sent_ahead_.begin(), sent_ahead_.end());
+    Stop();
+    child_died_ = true;
+    return FailedResult(job, why);
+  };
   auto fail = [&](const std::string& reason) {
     int status = 0;
     std::string why = reason;
@@ -136,22 +167,21 @@ JobResult Sandbox::RunOnce(const MeasureJob& job, const MeasureJob* next) {
       why = fmt::format("{} ({})", reason, DescribeExit(status));
       pid_ = -1;
     }
-    Stop();
-    child_died_ = true;
-    return FailedResult(job, why);
+    return died(why);
   };
-  if (!sent_ahead_ || *sent_ahead_ != job.id) {
-    if (!WriteAll(to_child_, JobToJson(job) + "\n"))
+  if (sent_ahead_.empty()) {
+    if (!WriteAll(to_child_, JobToJson(job) + "\n", deadline))
       return fail("sandbox child did not take the job");
+  } else {
+    sent_ahead_.pop_front();
   }
-  sent_ahead_.reset();
-  if (next) {
-    if (!WriteAll(to_child_, JobToJson(*next) + "\n"))
+  // The child holds ahead[0 .. sent_ahead_.size()) already; the rest go now.
+  for (size_t i = sent_ahead_.size(); i < ahead.size(); ++i) {
+    if (!WriteAll(to_child_, JobToJson(ahead[i]) + "\n", deadline))
       return fail("sandbox child did not take the job");
-    sent_ahead_ = next->id;
+    sent_ahead_.push_back(ahead[i].id);
   }
 
-  const auto deadline = std::chrono::steady_clock::now() + time_limit_;
   for (;;) {
     size_t newline = pending_.find('\n');
     if (newline != std::string::npos) {
@@ -180,9 +210,7 @@ JobResult Sandbox::RunOnce(const MeasureJob& job, const MeasureJob* next) {
       int status = 0;
       if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
         pid_ = -1;
-        Stop();
-        child_died_ = true;
-        return FailedResult(job, DescribeExit(status));
+        return died(DescribeExit(status));
       }
       return fail("sandbox child closed its output");
     }

@@ -10,8 +10,10 @@
 #include <sys/types.h>
 #include <chrono>
 #include <cstdint>
-#include <optional>
+#include <deque>
+#include <span>
 #include <string>
+#include <unordered_set>
 
 #include "worker/job.h"
 
@@ -30,14 +32,19 @@ class Sandbox {
   // plans it took down, with the reason (a job of several plans is then run again plan by plan, so
   // only the guilty plan fails); the child is restarted for the next job.
   //
-  // `next`, when given, is the job the caller will run next: it is sent along, so the child
-  // prepares it (compiles its kernels, computes its reference) while `job` runs; the next call
-  // must then be Run(*next, ...). When the child dies with a job sent ahead, `job` runs again
-  // alone first, so a crash or hang while preparing the next job costs only that job.
-  JobResult Run(const MeasureJob& job, const MeasureJob* next = nullptr);
+  // `ahead`, when given, are the jobs the caller will run next, in order (ids distinct from
+  // `job`'s and each other's): they are sent along, so the child prepares them (compiles their
+  // kernels, computes their references) while `job` runs; the next call must then be
+  // Run(ahead[0], ...). When the child dies holding jobs sent ahead, `job` runs again alone
+  // first, and each of those jobs later runs alone, sent ahead of nothing and with nothing sent
+  // ahead of it: a crash or hang while preparing a job ahead costs only that job.
+  JobResult Run(const MeasureJob& job, std::span<const MeasureJob> ahead = {});
+  JobResult Run(const MeasureJob& job, const MeasureJob* next) {
+    return Run(job, next ? std::span<const MeasureJob>(next, 1) : std::span<const MeasureJob>());
+  }
 
  private:
-  JobResult RunOnce(const MeasureJob& job, const MeasureJob* next);
+  JobResult RunOnce(const MeasureJob& job, std::span<const MeasureJob> ahead);
   void Start();
   void Stop();
   std::chrono::milliseconds time_limit_;
@@ -46,7 +53,10 @@ class Sandbox {
   int to_child_ = -1, from_child_ = -1;
   std::string pending_;  // bytes read past the last answer line
   bool child_died_ = false;
-  std::optional<int64_t> sent_ahead_;  // the id of a job the child has but was not yet asked for
+  std::deque<int64_t> sent_ahead_;  // the ids of jobs the child has but was not yet asked for
+  bool died_with_ahead_ = false;    // the last RunOnce's child died holding jobs sent ahead
+  // Jobs a child held ahead when it died: each runs alone, so it cannot take down another job.
+  std::unordered_set<int64_t> suspects_;
 };
 
 }  // namespace fusetune

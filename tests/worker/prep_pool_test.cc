@@ -43,6 +43,21 @@ TEST(PrepPool, UsesEveryCoreWhileNothingIsTimed) {
   EXPECT_EQ(MostAtOnce(pool, 6), 2);
 }
 
+TEST(PrepPool, CountsTheCoresLeftIdleWhileAThreadWaits) {
+  PrepPool pool(2);
+  // One task while the caller waits: one core of two idle for its 100 ms.
+  pool.Wait(pool.Submit([] { std::this_thread::sleep_for(100ms); }));
+  const double alone = pool.idle_core_ms();
+  EXPECT_GE(alone, 80.0);
+  EXPECT_LE(alone, 400.0);
+  // Two at once: no core idle while the caller waits for the first.
+  std::shared_future<void> first = pool.Submit([] { std::this_thread::sleep_for(100ms); });
+  std::shared_future<void> second = pool.Submit([] { std::this_thread::sleep_for(100ms); });
+  pool.Wait(first);
+  pool.Wait(second);
+  EXPECT_LE(pool.idle_core_ms() - alone, 40.0);
+}
+
 TEST(PrepPool, LeavesATimingItsCores) {
   PrepPool pool(2);
   {
@@ -71,6 +86,44 @@ TEST(PrepPool, ATimingWaitsForTasksOnItsCores) {
   std::this_thread::sleep_for(20ms);  // the task is running
   PrepPool::Timing timing(pool, 1);
   EXPECT_TRUE(finished.load());
+}
+
+TEST(PrepPool, ATimingOfEveryCoreFirstFinishesTheQueueOnEveryCore) {
+  PrepPool pool(2);
+  PrepPool::Foreground job(pool, 2);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 4; ++i)
+    pool.Submit([&] {
+      std::this_thread::sleep_for(30ms);
+      ++done;
+    });
+  {
+    PrepPool::Timing timing(pool, 2);
+    EXPECT_EQ(done.load(), 4);  // the jobs sent ahead are compiled before it, not between timings
+  }
+  EXPECT_EQ(pool.max_running_seen(), 2);
+  // A timing that leaves a core free does not wait for the queue: it compiles beside it.
+  std::atomic<int> started{0};  // before the pool, which outlives its tasks
+  PrepPool two(2);
+  for (int i = 0; i < 4; ++i)
+    two.Submit([&] {
+      ++started;
+      std::this_thread::sleep_for(100ms);
+    });
+  std::this_thread::sleep_for(20ms);
+  PrepPool::Timing timing(two, 1);
+  EXPECT_LT(started.load(), 4);
+}
+
+TEST(PrepPool, AJobOfEveryCoreStartsTasksOnlyWhileItWaits) {
+  PrepPool pool(2);
+  PrepPool::Foreground job(pool, 2);  // its check runs on both cores
+  std::atomic<bool> ran{false};
+  std::shared_future<void> done = pool.Submit([&] { ran = true; });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(ran.load());
+  pool.Wait(done);  // now it waits: every core takes tasks
+  EXPECT_TRUE(ran.load());
 }
 
 TEST(PrepPool, WithoutThreadsRunsTasksInPlace) {

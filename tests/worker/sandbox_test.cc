@@ -1,7 +1,10 @@
 // The sandbox child lives across jobs (its JIT and caches with it); a kernel that crashes or
 // hangs costs only its own job: the child is replaced and the next job runs.
+#include <algorithm>
 #include <cstdlib>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -104,6 +107,111 @@ TEST(Sandbox, TheNextJobSentAlongIsPreparedAndRunsAlike) {
   EXPECT_EQ(a.reuse.kernels_compiled, 3);
   EXPECT_EQ(b.reuse.kernels_compiled, 1);  // the fused group; negative's kernel is the first's
   EXPECT_EQ(b.reuse.kernels_reused, 1);
+}
+
+// Runs `jobs` in order, each with up to `window` of the next ones sent ahead, as LocalBackend does.
+std::vector<JobResult> RunWindowed(Sandbox& sandbox, const std::vector<MeasureJob>& jobs,
+                                   size_t window) {
+  std::vector<JobResult> results;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    results.push_back(sandbox.Run(
+        jobs[i], std::span(jobs).subspan(i + 1, std::min(window, jobs.size() - i - 1))));
+  return results;
+}
+
+// Jobs that each fuse differently or not at all, with their own ids: two plans each, so a window
+// of three holds up to six plans' kernels.
+std::vector<MeasureJob> MixedJobs() {
+  const char* groups[] = {kUnfused, R"([{"nodes":["%0"]},{"nodes":["%1","%2"]}])",
+                          R"([{"nodes":["%0","%1","%2"]}])", kFusedExp};
+  std::vector<MeasureJob> jobs;
+  for (int i = 0; i < 6; ++i) {
+    MeasureJob job = Job(10 + i, groups[i % 4]);
+    job.plans.push_back({"q", std::string("{\"groups\":") + groups[(i + 1) % 4] + "}"});
+    job.seed = 1 + i % 2;  // two sets of inputs, so references are computed ahead too
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+TEST(Sandbox, JobsSentSeveralAheadAnswerInOrderAndAlike) {
+  const std::vector<MeasureJob> jobs = MixedJobs();
+  Sandbox alone(std::chrono::seconds(60), FUSETUNE_BINARY);
+  Sandbox windowed(std::chrono::seconds(60), FUSETUNE_BINARY);
+  const std::vector<JobResult> expected = RunWindowed(alone, jobs, 0);
+  const std::vector<JobResult> got = RunWindowed(windowed, jobs, 3);
+  ASSERT_EQ(got.size(), jobs.size());
+  int compiled = 0, expected_compiled = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(got[i].id, jobs[i].id);
+    ASSERT_EQ(got[i].plans.size(), 2u);
+    for (size_t p = 0; p < 2; ++p) {
+      ASSERT_TRUE(got[i].plans[p].ok) << i << ": " << got[i].plans[p].reason;
+      EXPECT_EQ(got[i].plans[p].name, jobs[i].plans[p].name);
+      EXPECT_GT(got[i].plans[p].median_us, 0.0);
+      // The same kernels on the same inputs: the same values, bit for bit.
+      EXPECT_EQ(got[i].plans[p].max_abs_error, expected[i].plans[p].max_abs_error) << i;
+    }
+    compiled += got[i].reuse.kernels_compiled;
+    expected_compiled += expected[i].reuse.kernels_compiled;
+  }
+  // Every kernel compiled once, counted by the job that first needed it or had it prepared.
+  EXPECT_EQ(compiled, expected_compiled);
+}
+
+TEST(Sandbox, ACrashWhilePreparingAJobAheadFailsOnlyThatJob) {
+  Inject inject("compile_crash:exp");
+  Sandbox sandbox(std::chrono::seconds(60), FUSETUNE_BINARY);
+  std::vector<MeasureJob> jobs;
+  for (int64_t id = 1; id <= 6; ++id) jobs.push_back(Job(id, id == 3 ? kFusedExp : kUnfused));
+  // Job 3's kernel crashes the child while job 1 or 2 runs, with jobs up to 5 held ahead.
+  const std::vector<JobResult> results = RunWindowed(sandbox, jobs, 3);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(results[i].id, jobs[i].id);
+    ASSERT_EQ(results[i].plans.size(), 1u);
+    if (jobs[i].id == 3) {
+      EXPECT_FALSE(results[i].plans[0].ok);
+      EXPECT_NE(results[i].plans[0].reason.find("signal"), std::string::npos)
+          << results[i].plans[0].reason;
+    } else {
+      EXPECT_TRUE(results[i].plans[0].ok) << jobs[i].id << ": " << results[i].plans[0].reason;
+    }
+  }
+}
+
+TEST(Sandbox, AHangWhilePreparingAJobAheadFailsOnlyThatJob) {
+  Inject inject("compile_hang:exp");
+  Sandbox sandbox(std::chrono::seconds(5), FUSETUNE_BINARY);
+  std::vector<MeasureJob> jobs;
+  for (int64_t id = 1; id <= 5; ++id) jobs.push_back(Job(id, id == 2 ? kFusedExp : kUnfused));
+  const std::vector<JobResult> results = RunWindowed(sandbox, jobs, 3);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(results[i].id, jobs[i].id);
+    ASSERT_EQ(results[i].plans.size(), 1u);
+    if (jobs[i].id == 2) {
+      EXPECT_FALSE(results[i].plans[0].ok);
+      EXPECT_NE(results[i].plans[0].reason.find("timed out"), std::string::npos)
+          << results[i].plans[0].reason;
+    } else {
+      EXPECT_TRUE(results[i].plans[0].ok) << jobs[i].id << ": " << results[i].plans[0].reason;
+    }
+  }
+}
+
+TEST(Sandbox, AJobThatHangsWithJobsAheadFailsOnlyItself) {
+  Inject inject("hang:exp");
+  Sandbox sandbox(std::chrono::seconds(5), FUSETUNE_BINARY);
+  std::vector<MeasureJob> jobs;
+  for (int64_t id = 1; id <= 4; ++id) jobs.push_back(Job(id, id == 1 ? kFusedExp : kUnfused));
+  // Job 1 hangs while it is timed, holding jobs 2-4 ahead: they are run again in new children.
+  const std::vector<JobResult> results = RunWindowed(sandbox, jobs, 3);
+  EXPECT_FALSE(results[0].plans.at(0).ok);
+  EXPECT_NE(results[0].plans[0].reason.find("timed out"), std::string::npos)
+      << results[0].plans[0].reason;
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    EXPECT_EQ(results[i].id, jobs[i].id);
+    EXPECT_TRUE(results[i].plans.at(0).ok) << jobs[i].id << ": " << results[i].plans[0].reason;
+  }
 }
 
 TEST(Sandbox, OnlyTheGuiltyPlanOfAJobFails) {
