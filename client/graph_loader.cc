@@ -102,10 +102,9 @@ Graph GraphSource::BindParamFiles(Graph graph) const {
 }
 
 std::string GraphSource::TextForServer(const Graph& graph, const DimBinding& binding) const {
-  // Bound weights travel only in the structured graph.
+  // Weights bound by --params stay here: they change no signature, so a lookup needs none.
   // Unbound, the file travels as it is (an ONNX model's bytes are imported by the server); bound
   // dims exist only here, so the bound graph travels as Relay text.
-  if (!params_dir_.empty()) return "";
   if (binding.empty()) return bytes_;
   return PrintRelay(graph);
 }

@@ -28,10 +28,11 @@ class GraphSource {
   const std::vector<DynamicDim>& Dims() const;
   // The concrete graph; UserError naming the dimension for a binding that does not fit.
   Graph Bind(const DimBinding& binding = {}) const;
-  // What a server is sent for `graph` (this source bound by `binding`): the file's own bytes for
-  // a static graph, the bound graph printed as Relay for bound dims, and "" when parameters carry
-  // weights that text cannot hold: the caller then sends `graph` itself (remote_client.h).
+  // What a server is sent for `graph` (this source bound by `binding`): the file's own text for
+  // static Relay, else the bound graph printed as Relay (the server knows no bindings or ONNX).
+  // Weights bound by --params are not sent (see `params_dir()`).
   std::string TextForServer(const Graph& graph, const DimBinding& binding) const;
+  const std::string& params_dir() const { return params_dir_; }
 
  private:
   Graph Import(const DimResolver* dims) const;
