@@ -9,7 +9,6 @@
 
 #include "ir/error.h"
 #include "ir/plan.h"
-#include "proto/ir_convert.h"
 #include "server/service/auth.h"
 #include "server/service/result_convert.h"
 
@@ -26,13 +25,10 @@ std::string ReadFile(const std::string& path) {
 
 // ONNX files travel as the model's bytes and the server imports them; the rest is Relay text,
 // including an ONNX model whose dims were bound here (printed Relay starts with "fn (", which an
-// ONNX protobuf never does: its first byte is a field tag). No text (parameters bound by
-// --params): the structured graph, which carries their weights.
+// ONNX protobuf never does: its first byte is a field tag).
 void SetGraphSource(v1::GraphSource* source, const std::string& graph_name,
-                    const std::string& graph_text, const Graph& graph) {
-  if (graph_text.empty()) {
-    *source->mutable_graph() = GraphToProto(graph);
-  } else if (graph_name.ends_with(".onnx") && !graph_text.starts_with("fn (")) {
+                    const std::string& graph_text) {
+  if (graph_name.ends_with(".onnx") && !graph_text.starts_with("fn (")) {
     source->set_onnx_model(graph_text);
   } else {
     source->set_relay_text(graph_text);
@@ -132,7 +128,7 @@ TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
                       const std::string& target, const ProgressFn& progress) {
   RemoteClient client(flags);
   v1::SubmitTuneRequest request;
-  SetGraphSource(request.mutable_graph(), graph_name, graph_text, graph);
+  SetGraphSource(request.mutable_graph(), graph_name, graph_text);
   request.set_target(target.empty() ? "any" : target);
   *request.mutable_options() = TuneOptionsToProto(options);
   v1::SubmitTuneResponse submitted;
@@ -179,7 +175,7 @@ TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
                         std::vector<std::string>* missing, bool exact_only) {
   RemoteClient client(flags);
   v1::LookupBestRequest request;
-  SetGraphSource(request.mutable_graph(), graph_name, graph_text, graph);
+  SetGraphSource(request.mutable_graph(), graph_name, graph_text);
   request.set_target(target.empty() ? "any" : target);
   request.set_threads(options.threads);
   request.set_exact_only(exact_only);
