@@ -20,6 +20,7 @@ struct CheckOptions {
   bool json = false;
   bool types_only = false;
   std::vector<std::string> dims;
+  std::string params_dir;
 };
 
 std::string OpName(const Value& v) {
@@ -69,7 +70,9 @@ nlohmann::ordered_json ToJson(const Graph& g, const std::string& path,
                               const std::string& signature) {
   nlohmann::ordered_json params = nlohmann::ordered_json::array();
   for (ValueId p : g.params()) {
-    params.push_back({{"name", RelayRef(g, p)}, {"type", g.value(p).type.ToString()}});
+    params.push_back({{"name", RelayRef(g, p)},
+                      {"type", g.value(p).type.ToString()},
+                      {"bound", g.value(p).data != nullptr}});
   }
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (ValueId id = 0; id < static_cast<ValueId>(g.values().size()); ++id) {
@@ -108,7 +111,7 @@ int RunCheck(const CheckOptions& options) {
   std::vector<DynamicDim> dims;
   try {
     binding = OneDimBinding(options.dims, "check");
-    GraphSource source(options.graph_path);
+    GraphSource source(options.graph_path, {}, options.params_dir);
     try {
       graph = source.Bind(binding);
     } catch (const UserError&) {
@@ -133,6 +136,12 @@ int RunCheck(const CheckOptions& options) {
     return 0;
   }
   if (!binding.empty()) std::cout << "dims: " << DimBindingText(binding) << "\n";
+  if (!options.params_dir.empty()) {
+    std::string bound;
+    for (ValueId p : graph.params())
+      if (graph.value(p).data) bound += " " + RelayRef(graph, p);
+    std::cout << "bound by --params:" << bound << "\n";
+  }
   if (options.types_only) {
     std::cout << TypeTable(graph) << "signature: " << signature << "\n";
   } else {
@@ -157,6 +166,7 @@ void RegisterCheckCommand(CLI::App& app) {
   cmd->add_flag("--types", options->types_only,
                 "print one line per parameter and node (name, op, type) instead of the graph");
   AddDimFlag(cmd, options->dims, /*several=*/false);
+  AddParamsFlag(cmd, options->params_dir);
   cmd->callback([options] { SetExitCode(RunCheck(*options)); });
 }
 

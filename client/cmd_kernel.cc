@@ -23,6 +23,7 @@ void RegisterKernelCommand(CLI::App& app) {
   cmd->add_option("--threads", options->threads, "threads the kernel is generated for")
       ->capture_default_str();
   AddDimFlag(cmd, options->dims, /*several=*/false);
+  AddParamsFlag(cmd, options->params_dir);
   auto* ir = cmd->add_flag("--print-ir", options->print_ir, "print the kernel IR (default)");
   auto* llvm = cmd->add_flag("--print-llvm", options->print_llvm, "print the optimised LLVM IR");
   auto* assembly = cmd->add_flag("--print-asm", options->print_asm, "print the target assembly");

@@ -27,12 +27,13 @@ struct QueryFlags {
   SearchFlags search;
   RemoteFlags remote;
   std::vector<std::string> dims;
+  std::string params_dir;
   bool exact = false;
 };
 
 void RunQuery(const QueryFlags& f) {
   DimBinding binding = OneDimBinding(f.dims, "query");
-  GraphSource source(f.graph_path);
+  GraphSource source(f.graph_path, {}, f.params_dir);
   Graph graph = source.Bind(binding);
   const SearchOptions search = ToSearchOptions(f.search, graph);  // before the store is opened
   std::vector<std::string> missing;
@@ -97,6 +98,7 @@ void RegisterQueryCommand(CLI::App& app) {
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
   AddDimFlag(cmd, flags->dims, /*several=*/false);
+  AddParamsFlag(cmd, flags->params_dir);
   cmd->add_flag("--exact", flags->exact,
                 "exact answers only: no transfer from other sizes (exit 3 on any miss)");
   cmd->callback([flags] { RunQuery(*flags); });

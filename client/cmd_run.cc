@@ -33,6 +33,7 @@ void RegisterRunCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "print the result as JSON");
   AddDimFlag(cmd, options->dims, /*several=*/false);
+  AddParamsFlag(cmd, options->params_dir);
   cmd->add_flag("--exact", options->exact,
                 "--plan tuned: stored plans of these exact sizes only, no transfer from the "
                 "nearest tuned size");

@@ -33,6 +33,7 @@ struct TuneFlags {
   RemoteFlags remote;
   std::string target;
   std::vector<std::string> dims;
+  std::string params_dir;
   bool warm_only = false;
   bool cold = false;
 };
@@ -54,6 +55,13 @@ void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& 
   auto progress = [&](const TuneProgress& p) { bar.Update(p.phase, p.done, p.total); };
   TuneReport report;
   if (!f.remote.server.empty()) {
+    // A server keeps a task as Relay text (it tunes ONNX models without their weights too), so
+    // it would tune these weights as inputs and store plans measured without packing them once.
+    if (!source.params_dir().empty())
+      throw UserError(
+          "--params binds weights for local tunes only: a server keeps its tasks as Relay text, "
+          "which holds no weights. Tune with --local (query --server needs no weights: binding "
+          "changes no signature)");
     report = RemoteTune(f.remote, f.graph_path, source.TextForServer(graph, binding), graph,
                         options, f.target, progress);
   } else {
@@ -79,7 +87,7 @@ void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& 
 // fails at once. Several bindings with --json: one array of their reports.
 void RunTune(TuneFlags f) {
   if (f.local) f.remote.server.clear();  // --local wins over $FUSETUNE_SERVER
-  GraphSource source(f.graph_path);
+  GraphSource source(f.graph_path, {}, f.params_dir);
   std::vector<DimBinding> bindings = DimBindings(f.dims);
   std::vector<Graph> graphs;
   for (const DimBinding& binding : bindings) graphs.push_back(source.Bind(binding));
@@ -118,6 +126,7 @@ void RegisterTuneCommand(CLI::App& app) {
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
   AddDimFlag(cmd, flags->dims, /*several=*/true);
+  AddParamsFlag(cmd, flags->params_dir);
   auto* warm_only = cmd->add_flag(
       "--warm-only", flags->warm_only,
       "a region whose family has a tuned size: time that size's plan (adapted) against greedy "

@@ -20,6 +20,7 @@ struct RunOptions {
   int repeat = 5;
   bool json = false;
   std::vector<std::string> dims;
+  std::string params_dir;
   bool exact = false;
 };
 
@@ -30,6 +31,7 @@ struct KernelOptions {
   bool print_ir = false, print_llvm = false, print_asm = false, unoptimized = false;
   int threads = 1;
   std::vector<std::string> dims;
+  std::string params_dir;
 };
 
 // `fusetune run`: compiles the plan, runs and times it, compares with the reference interpreter.

@@ -4,11 +4,15 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "ir/bind_params.h"
 #include "ir/error.h"
+#include "ir/npy.h"
 #include "ir/onnx/onnx_import.h"
 #include "ir/text/relay_parser.h"
 #include "ir/text/relay_printer.h"
@@ -27,8 +31,11 @@ std::string ReadGraphFile(const std::string& path, const Limits& limits) {
   return text;
 }
 
-GraphSource::GraphSource(std::string path, Limits limits)
-    : path_(std::move(path)), limits_(limits), onnx_(path_.ends_with(".onnx")) {
+GraphSource::GraphSource(std::string path, Limits limits, std::string params_dir)
+    : path_(std::move(path)),
+      limits_(limits),
+      params_dir_(std::move(params_dir)),
+      onnx_(path_.ends_with(".onnx")) {
   if (onnx_) {
     // One sized read: a model is hundreds of MB, and reading it a character at a time into a
     // growing string copied it several times over.
@@ -60,17 +67,42 @@ const std::vector<DynamicDim>& GraphSource::Dims() const {
 
 Graph GraphSource::Bind(const DimBinding& binding) const {
   if (binding.empty()) {
+    std::optional<Graph> graph;
     try {
-      return Import(nullptr);
+      graph = Import(nullptr);
     } catch (const UserError&) {
       // A dynamic graph: say which dims need sizes, by the names --dim takes.
       if (Dims().empty()) throw;
     }
+    if (graph) return BindParamFiles(std::move(*graph));
   }
-  return BindDims([this](const DimResolver& r) { return Import(&r); }, Dims(), binding);
+  return BindParamFiles(
+      BindDims([this](const DimResolver& r) { return Import(&r); }, Dims(), binding));
+}
+
+Graph GraphSource::BindParamFiles(Graph graph) const {
+  if (params_dir_.empty()) return graph;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(params_dir_, ec))
+    throw UserError(fmt::format("--params {}: not a directory (it holds NAME.npy for each %NAME)",
+                                params_dir_));
+  std::map<std::string, Tensor> values;
+  for (const auto& entry : std::filesystem::directory_iterator(params_dir_)) {
+    if (entry.path().extension() != ".npy") continue;
+    values.emplace(entry.path().stem().string(), ReadNpy(entry.path().string()));
+  }
+  if (values.empty())
+    throw UserError(
+        fmt::format("--params {}: no .npy files (it holds NAME.npy for each %NAME)", params_dir_));
+  try {
+    return BindParams(graph, values, limits_);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("--params {}: {}", params_dir_, e.what()));
+  }
 }
 
 std::string GraphSource::TextForServer(const Graph& graph, const DimBinding& binding) const {
+  // Weights bound by --params stay here: they change no signature, so a lookup needs none.
   // Unbound, the file travels as it is (an ONNX model's bytes are imported by the server); bound
   // dims exist only here, so the bound graph travels as Relay text.
   if (binding.empty()) return bytes_;
@@ -137,6 +169,13 @@ std::vector<DimFlag> ParseDimFlags(const std::vector<std::string>& flags) {
 }
 
 }  // namespace
+
+void AddParamsFlag(CLI::App* cmd, std::string& dir) {
+  cmd->add_option("--params", dir,
+                  "bind parameters to weights: DIR/NAME.npy for each %NAME (as TVM's "
+                  "bind_params_by_name); a bound weight is a constant of the plan, packed once "
+                  "where a schedule asks");
+}
 
 void AddDimFlag(CLI::App* cmd, std::vector<std::string>& flags, bool several) {
   cmd->add_option("--dim", flags,

@@ -19,7 +19,9 @@ std::string ReadGraphFile(const std::string& path, const Limits& limits);
 // A GRAPH file, read once, imported once per binding.
 class GraphSource {
  public:
-  explicit GraphSource(std::string path, Limits limits = {});
+  // `params_dir`: --params, a directory of NAME.npy files that bind the parameters %NAME
+  // (ir/bind_params.h); empty binds none.
+  explicit GraphSource(std::string path, Limits limits = {}, std::string params_dir = "");
 
   const std::string& path() const { return path_; }
   // The dynamic dims (imports the graph at probe sizes on first call; empty for a static graph).
@@ -28,13 +30,18 @@ class GraphSource {
   Graph Bind(const DimBinding& binding = {}) const;
   // What a server is sent for `graph` (this source bound by `binding`): the file's own text for
   // static Relay, else the bound graph printed as Relay (the server knows no bindings or ONNX).
+  // Weights bound by --params are not sent (see `params_dir()`).
   std::string TextForServer(const Graph& graph, const DimBinding& binding) const;
+  const std::string& params_dir() const { return params_dir_; }
 
  private:
   Graph Import(const DimResolver* dims) const;
 
+  Graph BindParamFiles(Graph graph) const;
+
   std::string path_;
   Limits limits_;
+  std::string params_dir_;
   bool onnx_;
   std::string bytes_;
   mutable bool discovered_ = false;
@@ -42,6 +49,9 @@ class GraphSource {
 };
 
 Graph LoadGraph(const std::string& path, const Limits& limits = {});
+
+// --params DIR: binds parameters to weights (GraphSource).
+void AddParamsFlag(CLI::App* cmd, std::string& dir);
 
 // --dim NAME[,NAME...]=SIZE[,SIZE...], repeatable. `several`: a flag may list several sizes
 // (tune); otherwise exactly one per dim (check, query, run).

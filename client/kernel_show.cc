@@ -42,7 +42,7 @@ std::vector<ValueId> ParseGroup(const Graph& graph, const std::string& text) {
 }  // namespace
 
 void ShowKernel(const KernelOptions& o) {
-  Graph graph = GraphSource(o.graph_path).Bind(OneDimBinding(o.dims, "kernel"));
+  Graph graph = GraphSource(o.graph_path, {}, o.params_dir).Bind(OneDimBinding(o.dims, "kernel"));
   std::string why;
   auto group = AnalyzeGroup(graph, ParseGroup(graph, o.group), &why);
   if (!group) throw UserError("--group " + o.group + " is not lowerable: " + why);

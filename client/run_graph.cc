@@ -130,7 +130,7 @@ struct StartUp {
 void RunGraph(const RunOptions& o) {
   StartUp startup;
   DimBinding binding = OneDimBinding(o.dims, "run");
-  Graph graph = GraphSource(o.graph_path).Bind(binding);
+  Graph graph = GraphSource(o.graph_path, {}, o.params_dir).Bind(binding);
   startup.load_ms = startup.Lap();
   Transfers transfers;
   Plan plan = LoadPlan(graph, o, binding, &transfers);

@@ -12,6 +12,10 @@ greedy` runs; tuned: a searched plan won beyond noise).
 
   bench/search/tuned_vs_greedy.py --fusetune build/fusetune --threads 1 --rounds 5
   bench/search/tuned_vs_greedy.py --cases examples/gpt2_mlp.relay examples/bert_layer_dyn.relay@x.0=256
+
+--bind-weights binds the weights (every dense's B operand and every 1-D parameter) to random values
+with `--params`, as a TVM user binds trained weights before `relay.build`: the greedy baseline still
+packs them in every call (default schedules), a tuned plan may pack them once (`wpack`).
 """
 import argparse
 import json
@@ -50,11 +54,31 @@ def split_case(case):
     return graph, (["--dim", dim] if dim else [])
 
 
+def write_weights(args, graph, dim, out_dir):
+    """Random .npy files for the graph's weights (dense B operands, 1-D parameters) in out_dir."""
+    import numpy as np  # only this option needs numpy (/usr/bin/python3 has it)
+    info = run_json([args.fusetune, "check", "--json", graph] + dim)
+    types = {p["name"]: p["type"] for p in info["params"]}
+    weights = {n["inputs"][1] for n in info["nodes"] if n["op"] == "nn.dense"}
+    weights |= {name for name, t in types.items() if t.count(",") == 1 and "(" in t}
+    rng = np.random.default_rng(0)
+    for name in sorted(weights & types.keys()):
+        shape = [int(d) for d in types[name].split("(")[1].split(")")[0].split(",") if d.strip()]
+        np.save(os.path.join(out_dir, name.lstrip("%") + ".npy"),
+                rng.uniform(-0.05, 0.05, shape).astype(np.float32))
+    return sorted(weights & types.keys())
+
+
 def measure(args, case):
     graph, dim = split_case(case)
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "store.db")
         common = ["--db", db, "--threads", str(args.threads)] + dim
+        if args.bind_weights:
+            params = os.path.join(tmp, "params")
+            os.mkdir(params)
+            if write_weights(args, graph, dim, params):
+                common += ["--params", params]
         start = time.monotonic()
         tuned = run_json([args.fusetune, "tune", "--cold", "--json", graph] + common)
         tune_s = time.monotonic() - start
@@ -98,6 +122,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=20, help="`run --repeat` per timing")
     ap.add_argument("--cases", nargs="+", default=DEFAULT_CASES,
                     help="GRAPH or GRAPH@NAME=SIZE (a dynamic graph bound to one size)")
+    ap.add_argument("--bind-weights", action="store_true",
+                    help="bind each case's weights (`--params`) to random values")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
 
@@ -112,7 +138,7 @@ def main():
               f"{row['what_differs']}", flush=True)
     geo = math.exp(statistics.fmean(math.log(r["greedy_over_tuned"]) for r in rows))
     print(f"geomean greedy/tuned over {len(rows)} cases: {geo:.3f}  (threads {args.threads}, "
-          f"load {os.getloadavg()[0]:.1f})")
+          f"weights {'bound' if args.bind_weights else 'inputs'}, load {os.getloadavg()[0]:.1f})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "geomean": geo, "rows": rows}, f, indent=1)
