@@ -291,7 +291,14 @@ JobResult JobRunner::Run(const MeasureJob& job) {
   // plan's three compiled) the first round read up to 2x slow in 3 runs of 8, each of which then
   // cost a third round. The next job's compiles still overlap this one's timings
   // (PrepPool::Timing).
-  for (const std::shared_future<void>& compile : compiles) compile.wait();
+  // Waited through the pool: while a Foreground of every core lives, only a waiting job lets
+  // queued compiles start. A compile's error is its plan's, reported by RunPlan.
+  for (const std::shared_future<void>& compile : compiles) {
+    try {
+      pool_.Wait(compile);
+    } catch (const std::exception&) {
+    }
+  }
   auto await_kernels = [&](const Plan& plan) {
     for (KernelOrder& order : PlanKernels(g, plan, jit, job.threads))
       pool_.Wait(EnsureKernel(graph, std::move(order), job.threads, job.id));
