@@ -77,9 +77,21 @@ def run(cmd, env=None, boost=False, check=True):
     return p.stdout, time.time() - t0
 
 
+# fusetune's `run` starts its codegen process with glibc's malloc on transparent huge pages
+# (worker/codegen_binary.h: first touches of 4 KiB pages are slow page faults on these VMs); the
+# peers get the same tunable, so every contender allocates alike.
+HUGE_PAGE_MALLOC = "glibc.malloc.hugetlb=1"
+
+
+def huge_page_env(env):
+    tunables = env.get("GLIBC_TUNABLES", "")
+    env["GLIBC_TUNABLES"] = HUGE_PAGE_MALLOC + (":" + tunables if tunables else "")
+    return env
+
+
 def peer_env(threads, coretype):
     """The environment of a PyTorch process at `threads` threads."""
-    env = dict(os.environ)
+    env = huge_page_env(dict(os.environ))
     env.update(ATEN_CPU_CAPABILITY="avx512", OMP_WAIT_POLICY="PASSIVE",
                OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     env.pop("OPENBLAS_L2_SIZE", None)
@@ -172,7 +184,8 @@ def time_pytorch(case, threads, args, out=None):
 def time_ort(case, threads, args, out_dir):
     stdout, _ = run(["node", os.path.join(HERE, "ort_time.js"), "--model", case["model"], "--inputs",
                      case["inputs"], "--threads", str(threads), "--outputs", out_dir, "--seconds",
-                     str(args.seconds), "--ort-dir", args.ort_dir], boost=args.boost)
+                     str(args.seconds), "--ort-dir", args.ort_dir],
+                    env=huge_page_env(dict(os.environ)), boost=args.boost)
     return json.loads(stdout)["us"]
 
 
