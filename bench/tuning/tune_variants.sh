@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Jobs sent ahead (client/local_backend.h JobsAhead): cold tunes of one graph by BEFORE and by AFTER
-# with FUSETUNE_JOBS_AHEAD set to each of WINDOWS, alternated, each into a fresh store: wall
-# seconds, the plans' whole-graph times and the breakdown's phases (what the jobs waited for, and
-# the core time no compile used while they waited for kernels). BENCHMARKS.md "Tuning time",
-# "Jobs sent ahead".
+# Cold tunes of one graph by BEFORE, and by AFTER under each SETTING (an environment assignment,
+# e.g. FUSETUNE_JOBS_AHEAD=3 for the jobs sent ahead, client/local_backend.h, or
+# FUSETUNE_PREP_THREADS=0 for compiling on the job's thread, worker/job_runner.h; "-" for none),
+# alternated, each into a fresh store: wall seconds, the plans' whole-graph times and the
+# breakdown's phases (what the jobs waited for, and the core time no compile used while they
+# waited for kernels). BENCHMARKS.md "Tuning time".
 #
-#   bench/tuning/jobs_ahead.sh BEFORE_BINARY AFTER_BINARY GRAPH THREADS ROUNDS WINDOW...
+#   bench/tuning/tune_variants.sh BEFORE_BINARY AFTER_BINARY GRAPH THREADS ROUNDS SETTING...
 set -euo pipefail
 if (($# < 6)); then
-  sed -n '2,8p' "$0" >&2
+  sed -n '2,9p' "$0" >&2
   exit 2
 fi
 before=$1 after=$2 graph=$3 threads=$4 rounds=$5
@@ -21,7 +22,7 @@ one() {  # label binary [env assignment]
   rm -f "$db" "$db-wal" "$db-shm"
   local t0 t1
   t0=$(date +%s.%N)
-  env ${3:-} "$2" tune --local --db "$db" --threads "$threads" --json "$graph" >"$work/out.json" \
+  env ${3:+"$3"} "$2" tune --local --db "$db" --threads "$threads" --json "$graph" >"$work/out.json" \
     2>"$work/err.txt" || true
   t1=$(date +%s.%N)
   /usr/bin/python3 - "$1" "$t0" "$t1" "$work/out.json" <<'PY'
@@ -31,19 +32,21 @@ try:
     r = json.load(open(path))
     r = r[0] if isinstance(r, list) else r
     b, t = r["breakdown"]["jobs_ms"], r["total"]
-    print(f"{label:9s} {float(t1) - float(t0):5.1f} s  {r['candidates_measured']} measured  "
+    print(f"{label:24s} {float(t1) - float(t0):5.1f} s  {r['candidates_measured']} measured  "
           f"tuned {t['tuned_us']:.0f} us  greedy {t['greedy_us']:.0f} us  kept {t.get('chosen', '?')}"
           f"  waited: compile {b['compile_ms'] / 1e3:.1f} s (cores idle "
           f"{b.get('cores_idle_ms', 0) / 1e3:.1f} s), reference {b['reference_ms'] / 1e3:.1f} s, "
           f"check {b['check_ms'] / 1e3:.1f} s, timing {b['timing_ms'] / 1e3:.1f} s", flush=True)
 except (OSError, ValueError, KeyError) as e:
-    print(f"{label:9s} failed: {e}")
+    print(f"{label:24s} failed: {e}")
 PY
 }
 
 echo "$(basename "$graph"), $threads thread(s); load: $(uptime | sed 's/.*load average: //')"
 for _ in $(seq "$rounds"); do
   one before "$before"
-  for w in "$@"; do one "ahead=$w" "$after" "FUSETUNE_JOBS_AHEAD=$w"; done
+  for setting in "$@"; do
+    if [ "$setting" = - ]; then one after "$after"; else one "$setting" "$after" "$setting"; fi
+  done
 done
 echo "load: $(uptime | sed 's/.*load average: //')"
