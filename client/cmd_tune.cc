@@ -57,7 +57,7 @@ void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& 
   if (!f.remote.server.empty()) {
     // A server keeps a task as Relay text (it tunes ONNX models without their weights too), so
     // it would tune these weights as inputs and store plans measured without packing them once.
-    if (!source.params_dir().empty())
+    if (source.binds_params())
       throw UserError(
           "--params binds weights for local tunes only: a server keeps its tasks as Relay text, "
           "which holds no weights. Tune with --local (query --server needs no weights: binding "

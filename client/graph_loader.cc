@@ -4,7 +4,6 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <set>
 
@@ -50,6 +49,18 @@ GraphSource::GraphSource(std::string path, Limits limits, std::string params_dir
   } else {
     bytes_ = ReadGraphFile(path_, limits_);
   }
+  if (params_dir_.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(params_dir_, ec))
+    throw UserError(fmt::format("--params {}: not a directory (it holds NAME.npy for each %NAME)",
+                                params_dir_));
+  for (const auto& entry : std::filesystem::directory_iterator(params_dir_)) {
+    if (entry.path().extension() != ".npy") continue;
+    params_.emplace(entry.path().stem().string(), ReadNpy(entry.path().string()));
+  }
+  if (params_.empty())
+    throw UserError(
+        fmt::format("--params {}: no .npy files (it holds NAME.npy for each %NAME)", params_dir_));
 }
 
 Graph GraphSource::Import(const DimResolver* dims) const {
@@ -81,21 +92,9 @@ Graph GraphSource::Bind(const DimBinding& binding) const {
 }
 
 Graph GraphSource::BindParamFiles(Graph graph) const {
-  if (params_dir_.empty()) return graph;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(params_dir_, ec))
-    throw UserError(fmt::format("--params {}: not a directory (it holds NAME.npy for each %NAME)",
-                                params_dir_));
-  std::map<std::string, Tensor> values;
-  for (const auto& entry : std::filesystem::directory_iterator(params_dir_)) {
-    if (entry.path().extension() != ".npy") continue;
-    values.emplace(entry.path().stem().string(), ReadNpy(entry.path().string()));
-  }
-  if (values.empty())
-    throw UserError(
-        fmt::format("--params {}: no .npy files (it holds NAME.npy for each %NAME)", params_dir_));
+  if (params_.empty()) return graph;
   try {
-    return BindParams(graph, values, limits_);
+    return BindParams(graph, params_, limits_);
   } catch (const UserError& e) {
     throw UserError(fmt::format("--params {}: {}", params_dir_, e.what()));
   }

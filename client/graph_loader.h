@@ -2,6 +2,7 @@
 // Reading GRAPH arguments: ONNX models (.onnx, through ir/onnx) and Relay text (anything else),
 // with their dynamic dimensions bound by `--dim` (ir/dims.h). Every subcommand that takes a GRAPH
 // loads it here.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ std::string ReadGraphFile(const std::string& path, const Limits& limits);
 class GraphSource {
  public:
   // `params_dir`: --params, a directory of NAME.npy files that bind the parameters %NAME
-  // (ir/bind_params.h); empty binds none.
+  // (ir/bind_params.h), read here once; empty binds none.
   explicit GraphSource(std::string path, Limits limits = {}, std::string params_dir = "");
 
   const std::string& path() const { return path_; }
@@ -30,9 +31,9 @@ class GraphSource {
   Graph Bind(const DimBinding& binding = {}) const;
   // What a server is sent for `graph` (this source bound by `binding`): the file's own text for
   // static Relay, else the bound graph printed as Relay (the server knows no bindings or ONNX).
-  // Weights bound by --params are not sent (see `params_dir()`).
+  // Weights bound by --params are not sent (see `binds_params()`).
   std::string TextForServer(const Graph& graph, const DimBinding& binding) const;
-  const std::string& params_dir() const { return params_dir_; }
+  bool binds_params() const { return !params_.empty(); }
 
  private:
   Graph Import(const DimResolver* dims) const;
@@ -42,6 +43,7 @@ class GraphSource {
   std::string path_;
   Limits limits_;
   std::string params_dir_;
+  std::map<std::string, Tensor> params_;  // the files of params_dir_, by parameter name
   bool onnx_;
   std::string bytes_;
   mutable bool discovered_ = false;
