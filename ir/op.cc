@@ -303,26 +303,6 @@ class FlatIndex {
   std::vector<int64_t> stack_;
 };
 
-// dst[j] = t's element at offset + stride * j, for j < n (Tensor::Get's values).
-void ReadRow(const Tensor& t, int64_t offset, int64_t stride, int64_t n, double* dst) {
-  if (t.dtype() == DType::kFloat32) {
-    const float* p = t.as<float>() + offset;
-    for (int64_t j = 0; j < n; ++j) dst[j] = p[stride * j];
-    return;
-  }
-  for (int64_t j = 0; j < n; ++j) dst[j] = t.Get(offset + stride * j);
-}
-
-// t's elements offset .. offset + n - 1 = src (Tensor::Set's rounding).
-void WriteRow(Tensor& t, int64_t offset, int64_t n, const double* src) {
-  if (t.dtype() == DType::kFloat32) {
-    float* p = t.as<float>() + offset;
-    for (int64_t j = 0; j < n; ++j) p[j] = static_cast<float>(src[j]);
-    return;
-  }
-  for (int64_t j = 0; j < n; ++j) t.Set(offset + j, src[j]);
-}
-
 Tensor GenericEval(const OpDef& op, std::span<const Tensor* const> inputs, const TensorType& out,
                    const Attrs& attrs) {
   std::vector<TensorType> types;
@@ -380,9 +360,9 @@ Tensor GenericEval(const OpDef& op, std::span<const Tensor* const> inputs, const
     }
     if (by_rows) {
       for (size_t i = 0; i < n; ++i)
-        ReadRow(*inputs[i], base[i], rank ? index[i].coef(last) : 0, inner, rows[i].data());
+        inputs[i]->GetStrided(base[i], rank ? index[i].coef(last) : 0, inner, rows[i].data());
       EvalScalarRow(scalar, row_args, inner, row_out.data());
-      WriteRow(result, flat, inner, row_out.data());
+      result.SetRange(flat, inner, row_out.data());
       flat += inner;
     }
     for (int64_t j = 0; !by_rows && j < inner; ++j, ++flat) {

@@ -85,6 +85,24 @@ void Tensor::Set(int64_t i, double v) {
   }
 }
 
+void Tensor::GetStrided(int64_t offset, int64_t stride, int64_t n, double* dst) const {
+  if (dtype() == DType::kFloat32) {
+    const float* p = as<float>() + offset;
+    for (int64_t j = 0; j < n; ++j) dst[j] = p[stride * j];
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) dst[j] = Get(offset + stride * j);
+}
+
+void Tensor::SetRange(int64_t offset, int64_t n, const double* src) {
+  if (dtype() == DType::kFloat32) {
+    float* p = as<float>() + offset;
+    for (int64_t j = 0; j < n; ++j) p[j] = static_cast<float>(src[j]);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) Set(offset + j, src[j]);
+}
+
 Tensor Tensor::Random(const TensorType& type, uint64_t seed) {
   Tensor t(type);
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;

@@ -42,6 +42,11 @@ class Tensor {
   double Get(int64_t flat_index) const;
   void Set(int64_t flat_index,
            double value);  // rounds to the dtype (float32: nearest; int32: toward zero)
+  // Runs of elements, with Get's values and Set's rounding, float32 without a dispatch per
+  // element (the reference interpreter's row and matrix copies): dst[j] = element offset +
+  // stride * j, for j < n; and elements offset .. offset + n - 1 = src.
+  void GetStrided(int64_t offset, int64_t stride, int64_t n, double* dst) const;
+  void SetRange(int64_t offset, int64_t n, const double* src);
 
   void* data() { return storage_.get(); }
   const void* data() const { return storage_.get(); }

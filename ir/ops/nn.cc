@@ -149,15 +149,12 @@ void TransposeInto(Get get, int64_t rows, int64_t cols, double* dst) {
 // more than the product of a seed-sized batch_matmul).
 void MatrixInto(const Tensor& src, int64_t offset, int64_t rows, int64_t cols, bool transpose,
                 double* dst) {
-  auto copy = [&](auto get) {
-    if (transpose) return TransposeInto(get, rows, cols, dst);
-    for (int64_t x = 0; x < rows * cols; ++x) dst[x] = get(x);
-  };
+  if (!transpose) return src.GetStrided(offset, 1, rows * cols, dst);
   if (src.dtype() == DType::kFloat32) {
     const float* p = src.as<float>() + offset;
-    copy([p](int64_t x) { return static_cast<double>(p[x]); });
+    TransposeInto([p](int64_t x) { return static_cast<double>(p[x]); }, rows, cols, dst);
   } else {
-    copy([&src, offset](int64_t x) { return src.Get(offset + x); });
+    TransposeInto([&src, offset](int64_t x) { return src.Get(offset + x); }, rows, cols, dst);
   }
 }
 
@@ -181,13 +178,7 @@ Tensor EvalMatmul(const MatmulLayout& l, const Tensor& a, const Tensor& b, const
     }
     std::fill(C.begin(), C.end(), 0.0);
     MultiplyAccumulate(A.data(), B.data(), C.data(), m, n, k);
-    const int64_t o = bb * m * n;
-    if (result.dtype() == DType::kFloat32) {
-      float* r = result.as<float>() + o;
-      for (int64_t x = 0; x < m * n; ++x) r[x] = static_cast<float>(C[x]);  // as Set rounds
-    } else {
-      for (int64_t x = 0; x < m * n; ++x) result.Set(o + x, C[x]);
-    }
+    result.SetRange(bb * m * n, m * n, C.data());
   }
   return result;
 }
