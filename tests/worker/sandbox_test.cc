@@ -119,6 +119,24 @@ std::vector<JobResult> RunWindowed(Sandbox& sandbox, const std::vector<MeasureJo
   return results;
 }
 
+// Every job of `results` answered in order, its one plan valid, except job `bad_id`, which failed
+// with a reason containing `why`.
+void ExpectOnlyJobFailed(const std::vector<JobResult>& results, const std::vector<MeasureJob>& jobs,
+                         int64_t bad_id, const std::string& why) {
+  ASSERT_EQ(results.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(results[i].id, jobs[i].id);
+    ASSERT_EQ(results[i].plans.size(), 1u);
+    if (jobs[i].id == bad_id) {
+      EXPECT_FALSE(results[i].plans[0].ok);
+      EXPECT_NE(results[i].plans[0].reason.find(why), std::string::npos)
+          << results[i].plans[0].reason;
+    } else {
+      EXPECT_TRUE(results[i].plans[0].ok) << jobs[i].id << ": " << results[i].plans[0].reason;
+    }
+  }
+}
+
 // Jobs that each fuse differently or not at all, with their own ids: two plans each, so a window
 // of three holds up to six plans' kernels.
 std::vector<MeasureJob> MixedJobs() {
@@ -165,18 +183,7 @@ TEST(Sandbox, ACrashWhilePreparingAJobAheadFailsOnlyThatJob) {
   std::vector<MeasureJob> jobs;
   for (int64_t id = 1; id <= 6; ++id) jobs.push_back(Job(id, id == 3 ? kFusedExp : kUnfused));
   // Job 3's kernel crashes the child while job 1 or 2 runs, with jobs up to 5 held ahead.
-  const std::vector<JobResult> results = RunWindowed(sandbox, jobs, 3);
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    EXPECT_EQ(results[i].id, jobs[i].id);
-    ASSERT_EQ(results[i].plans.size(), 1u);
-    if (jobs[i].id == 3) {
-      EXPECT_FALSE(results[i].plans[0].ok);
-      EXPECT_NE(results[i].plans[0].reason.find("signal"), std::string::npos)
-          << results[i].plans[0].reason;
-    } else {
-      EXPECT_TRUE(results[i].plans[0].ok) << jobs[i].id << ": " << results[i].plans[0].reason;
-    }
-  }
+  ExpectOnlyJobFailed(RunWindowed(sandbox, jobs, 3), jobs, 3, "signal");
 }
 
 TEST(Sandbox, AHangWhilePreparingAJobAheadFailsOnlyThatJob) {
@@ -184,18 +191,7 @@ TEST(Sandbox, AHangWhilePreparingAJobAheadFailsOnlyThatJob) {
   Sandbox sandbox(std::chrono::seconds(5), FUSETUNE_BINARY);
   std::vector<MeasureJob> jobs;
   for (int64_t id = 1; id <= 5; ++id) jobs.push_back(Job(id, id == 2 ? kFusedExp : kUnfused));
-  const std::vector<JobResult> results = RunWindowed(sandbox, jobs, 3);
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    EXPECT_EQ(results[i].id, jobs[i].id);
-    ASSERT_EQ(results[i].plans.size(), 1u);
-    if (jobs[i].id == 2) {
-      EXPECT_FALSE(results[i].plans[0].ok);
-      EXPECT_NE(results[i].plans[0].reason.find("timed out"), std::string::npos)
-          << results[i].plans[0].reason;
-    } else {
-      EXPECT_TRUE(results[i].plans[0].ok) << jobs[i].id << ": " << results[i].plans[0].reason;
-    }
-  }
+  ExpectOnlyJobFailed(RunWindowed(sandbox, jobs, 3), jobs, 2, "timed out");
 }
 
 TEST(Sandbox, AJobThatHangsWithJobsAheadFailsOnlyItself) {
@@ -204,14 +200,7 @@ TEST(Sandbox, AJobThatHangsWithJobsAheadFailsOnlyItself) {
   std::vector<MeasureJob> jobs;
   for (int64_t id = 1; id <= 4; ++id) jobs.push_back(Job(id, id == 1 ? kFusedExp : kUnfused));
   // Job 1 hangs while it is timed, holding jobs 2-4 ahead: they are run again in new children.
-  const std::vector<JobResult> results = RunWindowed(sandbox, jobs, 3);
-  EXPECT_FALSE(results[0].plans.at(0).ok);
-  EXPECT_NE(results[0].plans[0].reason.find("timed out"), std::string::npos)
-      << results[0].plans[0].reason;
-  for (size_t i = 1; i < jobs.size(); ++i) {
-    EXPECT_EQ(results[i].id, jobs[i].id);
-    EXPECT_TRUE(results[i].plans.at(0).ok) << jobs[i].id << ": " << results[i].plans[0].reason;
-  }
+  ExpectOnlyJobFailed(RunWindowed(sandbox, jobs, 3), jobs, 1, "timed out");
 }
 
 TEST(Sandbox, OnlyTheGuiltyPlanOfAJobFails) {
