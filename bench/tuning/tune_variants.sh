@@ -20,25 +20,29 @@ trap 'rm -rf "$work"' EXIT
 one() {  # label binary [env assignment]
   local db=$work/fresh.db
   rm -f "$db" "$db-wal" "$db-shm"
-  local t0 t1
+  local t0 t1 rc=0
   t0=$(date +%s.%N)
   env ${3:+"$3"} "$2" tune --local --db "$db" --threads "$threads" --json "$graph" >"$work/out.json" \
-    2>"$work/err.txt" || true
+    2>"$work/err.txt" || rc=$?
   t1=$(date +%s.%N)
-  /usr/bin/python3 - "$1" "$t0" "$t1" "$work/out.json" <<'PY'
+  /usr/bin/python3 - "$1" "$rc" "$t0" "$t1" "$work" <<'PY'
 import json, sys
-label, t0, t1, path = sys.argv[1:]
+label, rc, t0, t1, work = sys.argv[1:]
 try:
-    r = json.load(open(path))
+    r = json.load(open(f"{work}/out.json"))
     r = r[0] if isinstance(r, list) else r
-    b, t = r["breakdown"]["jobs_ms"], r["total"]
-    print(f"{label:24s} {float(t1) - float(t0):5.1f} s  {r['candidates_measured']} measured  "
-          f"tuned {t['tuned_us']:.0f} us  greedy {t['greedy_us']:.0f} us  kept {t.get('chosen', '?')}"
-          f"  waited: compile {b['compile_ms'] / 1e3:.1f} s (cores idle "
-          f"{b.get('cores_idle_ms', 0) / 1e3:.1f} s), reference {b['reference_ms'] / 1e3:.1f} s, "
-          f"check {b['check_ms'] / 1e3:.1f} s, timing {b['timing_ms'] / 1e3:.1f} s", flush=True)
+    t = r.get("total", {})
+    line = (f"{label:24s} {float(t1) - float(t0):5.1f} s  {r['candidates_measured']:4d} measured  "
+            f"tuned {t.get('tuned_us', 0):9.0f} us  greedy {t.get('greedy_us', 0):9.0f} us  "
+            f"kept {t.get('chosen', '?')}")
+    b = r.get("breakdown", {}).get("jobs_ms")  # binaries before issue 12's breakdown have none
+    if b:
+        line += (f"  waited: compile {b['compile_ms'] / 1e3:.1f} s (cores idle "
+                 f"{b.get('cores_idle_ms', 0) / 1e3:.1f} s), reference {b['reference_ms'] / 1e3:.1f}"
+                 f" s, check {b['check_ms'] / 1e3:.1f} s, timing {b['timing_ms'] / 1e3:.1f} s")
+    print(line, flush=True)
 except (OSError, ValueError, KeyError) as e:
-    print(f"{label:24s} failed: {e}")
+    print(f"{label:24s} failed (exit {rc}): {open(f'{work}/err.txt').read()[-300:]}")
 PY
 }
 
