@@ -1,8 +1,9 @@
-// Weights packed at bind (wpack) with several k blocks: the tiles stream the next block of the
-// bound copy (the next k block of the task, else the next task's first) while they compute. Checked
-// against the reference interpreter at odd sizes (ragged m, n and k blocks), both loop orders,
-// small and default cache blocks, batched and [k][n] weights, pb on and off, bound and unbound,
-// at 1 and 2 threads; and the prefetch is really emitted where it should be, and only there.
+// Several k blocks: the tiles stream the next block of the bound copy (wpack: the next k block of
+// the task, else the next task's first) or, packed in the call from a [n][k] B, the same block's
+// rows where B lies, while they compute. Checked against the reference interpreter at odd sizes
+// (ragged m, n and k blocks), both loop orders, small and default cache blocks, batched and [k][n]
+// weights, pb on and off, wpack on and off, bound and unbound, at 1 and 2 threads; and the
+// prefetch is really emitted where it should be, and only there.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,22 +73,23 @@ TEST(WpackKBlocks, NextBlockStreamedAgreesWithReference) {
     Graph graph = WeightedProduct(c.batch, c.m, c.n, c.k, false, c.transpose_b);
     const FusedGroup group = WholeGroup(graph);
     for (int pb : {0, 1})
-      for (int loop : {0, 1})
-        for (auto [mr, nr, kc, mc, nc] : {std::tuple{4, 64, 64, 0, 0},
-                                          {5, 64, 100, 10, 64},
-                                          {8, 32, 48, 8, 32},
-                                          {6, 16, 128, 0, 16}}) {
-          Schedule s = Schedule::Parse(
-              fmt::format("mr={},nr={},kc={},loop={},pb={},wpack=1", mr, nr, kc, loop, pb));
-          if (mc) s.Set("mc", mc);
-          if (nc) s.Set("nc", nc);
-          for (int threads : {1, 2}) {
-            const double tol = 2e-6 * std::sqrt(static_cast<double>(c.k));
-            EXPECT_LT(BoundAndUnboundError(graph, group, s, threads), tol)
-                << c.batch << "x" << c.m << "x" << c.n << "x" << c.k << " tb=" << c.transpose_b
-                << " " << s.ToString() << " at " << threads << " threads";
+      for (int wpack : {0, 1})
+        for (int loop : {0, 1})
+          for (auto [mr, nr, kc, mc, nc] : {std::tuple{4, 64, 64, 0, 0},
+                                            {5, 64, 100, 10, 64},
+                                            {8, 32, 48, 8, 32},
+                                            {6, 16, 128, 0, 16}}) {
+            Schedule s = Schedule::Parse(fmt::format("mr={},nr={},kc={},loop={},pb={},wpack={}", mr,
+                                                     nr, kc, loop, pb, wpack));
+            if (mc) s.Set("mc", mc);
+            if (nc) s.Set("nc", nc);
+            for (int threads : {1, 2}) {
+              const double tol = 2e-6 * std::sqrt(static_cast<double>(c.k));
+              EXPECT_LT(BoundAndUnboundError(graph, group, s, threads), tol)
+                  << c.batch << "x" << c.m << "x" << c.n << "x" << c.k << " tb=" << c.transpose_b
+                  << " " << s.ToString() << " at " << threads << " threads";
+            }
           }
-        }
   }
 }
 
@@ -107,10 +109,9 @@ TEST(WpackKBlocks, EveryScheduleOfTheSpaceAtLargeK) {
   }
 }
 
-// The next-block stream (prefetcht1, locality 2: into L2) is in a wpack kernel with k blocks
-// when pb is on, and not when it is off; without wpack, k blocks leave nothing contiguous to
-// stream.
-TEST(WpackKBlocks, StreamIsEmittedOnlyWithWpackAndPb) {
+// The next-block stream (prefetcht1, locality 2: into L2) is in a kernel with k blocks when pb
+// is on, with wpack or without (then B's rows, strided), and not when it is off.
+TEST(WpackKBlocks, StreamIsEmittedOnlyWithPb) {
   Graph graph = WeightedProduct(1, 16, 128, 3072, false);
   const FusedGroup group = WholeGroup(graph);
   auto assembly = [&](const std::string& schedule) {
@@ -120,7 +121,8 @@ TEST(WpackKBlocks, StreamIsEmittedOnlyWithWpackAndPb) {
   };
   EXPECT_NE(assembly("kc=512,wpack=1").find("prefetcht1"), std::string::npos);
   EXPECT_EQ(assembly("kc=512,wpack=1,pb=0").find("prefetcht1"), std::string::npos);
-  EXPECT_EQ(assembly("kc=512").find("prefetcht1"), std::string::npos);
+  EXPECT_NE(assembly("kc=512").find("prefetcht1"), std::string::npos);
+  EXPECT_EQ(assembly("kc=512,pb=0").find("prefetcht1"), std::string::npos);
 }
 
 TEST(WpackKBlocks, SpaceOffersALongerKBlockForLargeK) {

@@ -72,6 +72,14 @@ class Emitter {
       // block follows this one in the copy (K = 3072 has six: BERT's FFN 2).
       prefetch_next_ = prefetch_next_ || (t_.pb && t_.ku > 1);
     }
+    // Packed in the call with k blocks from a [n][k] B (BERT's FFN 2 on its default schedule):
+    // the next block is nc rows of kc floats, K apart. The tiles stream it row by row, so the
+    // next packing reads L2 instead of memory.
+    if (!prefetch_next_ && t_.pb && t_.ku > 1 && k_blocks_ > 1 && !t_.wpack && !d_.b.compute &&
+        !d_.pack_b && d_.b.buffer >= 0 && d_.b.k_stride == 1) {
+      prefetch_next_ = true;
+      stream_row_stride_ = d_.b.row_stride;
+    }
     FT_CHECK(k_blocks_ == 1 || d_.acc_buffer >= 0,
              "matmul: k blocks need a float32 output for partial sums");
   }
@@ -116,7 +124,10 @@ class Emitter {
   llvm::FixedVectorType* vec_;
   int64_t k_blocks_ = 1;
   int64_t a_ms_ = 0, a_ks_ = 0;
-  bool prefetch_next_ = false;  // pb: B blocks are contiguous and the tiles stream the next one
+  bool prefetch_next_ = false;  // pb: the tiles stream the B block their thread uses next
+  // 0: the streamed block is contiguous; else its rows of kc floats lie this many floats apart
+  // (B unbound, packed in the call, with k blocks).
+  int64_t stream_row_stride_ = 0;
   int64_t packed_block_floats_ = 0, packed_batches_ = 0;  // wpack's packed B
   llvm::GlobalVariable* bound_src_ = nullptr;     // [kBoundWeightSlots x ptr]: buffers[B] per slot
   llvm::GlobalVariable* bound_packed_ = nullptr;  // [kBoundWeightSlots x ptr]: its packed copy

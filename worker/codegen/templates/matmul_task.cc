@@ -94,9 +94,11 @@ Function* Emitter::EmitTask() {
       Value* nnb = b.CreateSRem(nq, I64(n_blocks));
       Value* nn0 = b.CreateMul(nnb, I64(nc));
       Value* nbi = b.CreateSDiv(nq, I64(n_blocks));
-      // Unbound, the raw B block is streamed only where it is contiguous ([n][k], all of K).
+      // Unbound, the raw B block is streamed where it is contiguous ([n][k], all of K) or, with
+      // k blocks, row by row.
       Value* src = scratch;
-      if (k_blocks_ == 1 && d_.b.k_stride == 1 && d_.b.row_stride == l_.k && !d_.b.compute) {
+      if ((k_blocks_ == 1 && d_.b.k_stride == 1 && d_.b.row_stride == l_.k && !d_.b.compute) ||
+          stream_row_stride_) {
         src = b.CreateGEP(f32_, b_base,
                           b.CreateAdd(b.CreateMul(nbi, I64(d_.b.batch_stride)),
                                       b.CreateMul(nn0, I64(d_.b.row_stride))));
@@ -125,10 +127,15 @@ Function* Emitter::EmitTask() {
         block = b.CreateSelect(is_bound, block_bound, scratch);
       }
       // What the tiles stream: the next k block of this task (bound: right after this one in
-      // the copy; unbound, packed from a strided B: nothing), else the next task's first block.
+      // the copy; unbound: kc floats further along B's rows), else the next task's first block.
       Value* pf_block = next_block;
       if (prefetch_next_ && k_blocks_ > 1) {
         Value* next_k = scratch;
+        if (stream_row_stride_) {
+          next_k = b.CreateGEP(
+              f32_, b_batch,
+              b.CreateAdd(b.CreateMul(nb0, I64(d_.b.row_stride)), b.CreateAdd(k0, I64(kc))));
+        }
         if (bound) {
           next_k = b.CreateSelect(
               is_bound, b.CreateInBoundsGEP(f32_, block, I64(packed_block_floats_)), scratch);
@@ -204,9 +211,16 @@ Function* Emitter::EmitTask() {
         Value* mi = b.CreateSDiv(b.CreateSub(m, m0), I64(mr));
         Value* index = t_.loop == 0 ? b.CreateAdd(b.CreateMul(mi, I64(panels)), panel)
                                     : b.CreateAdd(b.CreateMul(panel, I64(m_tiles)), mi);
-        Value* pfp = b.CreateGEP(
-            f32_, pf_block,
-            b.CreateMul(index, I64((nc * kc + m_tiles * panels - 1) / (m_tiles * panels))));
+        const int64_t tiles = m_tiles * panels;
+        Value* share =
+            stream_row_stride_
+                // rows each (a tile's k loop reaches 16 / ku rows of kc floats; more are left)
+                ? b.CreateMul(b.CreateBinaryIntrinsic(
+                                  llvm::Intrinsic::smin,
+                                  b.CreateMul(index, I64((nc + tiles - 1) / tiles)), I64(nc - 1)),
+                              I64(stream_row_stride_))
+                : b.CreateMul(index, I64((nc * kc + tiles - 1) / tiles));
+        Value* pfp = b.CreateGEP(f32_, pf_block, share);
         b.CreateCall(tile_type, fn,
                      {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers, pfp});
       };
