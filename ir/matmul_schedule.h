@@ -13,11 +13,12 @@
 //   pf      software prefetch of the packed B panel, pf k rows ahead of the one being used (one
 //           prefetcht0 per 64-byte line); 0: none (spelled only when set)
 //   pb      1: the tiles of a task stream the B block their thread uses next from memory into
-//           L2, one line per k-loop iteration, so packing it reads L2 (B stored [n][k], one k
-//           block, ku > 1) or, bound with wpack, the tiles find it there (any k blocks: the next
-//           k block of the task, else the next task's first; ku > 1). Otherwise no effect.
-//           Default 1 (+4-7% on BERT's QKV and FFN 1 at M = 128 on Zen 5; with wpack +6-8 points
-//           of the FMA peak on FFN 2, K = 3072 in six k blocks); spelled only as pb=0
+//           L2, one line per k-loop iteration, so packing it reads L2 (B stored [n][k], ku > 1;
+//           with k blocks the next k block's rows, kc floats each, K apart) or, bound with wpack,
+//           the tiles find it there (any k blocks: the next k block of the task, else the next
+//           task's first; ku > 1). Otherwise no effect. Default 1 (+4-7% on BERT's QKV and FFN 1
+//           at M = 128 on Zen 5; on FFN 2, K = 3072 in six k blocks, +6-8 points of the FMA peak
+//           with wpack, +3-5 packed in the call); spelled only as pb=0
 //   wpack   1: B (the weights) is read from a copy packed in the kernel's panel layout once, when
 //           the kernel is bound to its inputs (CompiledKernel::Bind), not packed inside every
 //           call, as ONNX Runtime and oneDNN pack constant weights at session creation. Offered
