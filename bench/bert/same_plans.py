@@ -36,6 +36,8 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--kernel", action="append", default=[],
+                   help="always print the kernel whose first node is this, e.g. %%39 (repeatable)")
     args = p.parse_args()
 
     plans = [(spec, ["--plan", "tuned", "--db", spec[len("tuned:"):]] if spec.startswith("tuned:")
@@ -63,7 +65,13 @@ def main():
         for k in (k for k in kb[0] if k in ka[0]):
             mb = statistics.median(d[k] for d in kb)
             ma = statistics.median(d[k] for d in ka)
-            if max(mb, ma) > 100 and abs(ma / mb - 1) > 0.04:
+            if k.split("+")[0] in args.kernel:
+                paired = statistics.median(a[k] / b[k] for a, b in zip(ka, kb))
+                faster = sum(a[k] < b[k] for a, b in zip(ka, kb))
+                print(f"      {k[:48]:48s} {mb:8.0f} -> {ma:8.0f} us, min {min(d[k] for d in kb):.0f}"
+                      f" -> {min(d[k] for d in ka):.0f}, paired {paired:.3f}, faster in "
+                      f"{faster}/{args.rounds}")
+            elif max(mb, ma) > 100 and abs(ma / mb - 1) > 0.04:
                 print(f"      {k[:48]:48s} {mb:8.0f} -> {ma:8.0f} us ({ma / mb:.2f})")
 
 
