@@ -211,15 +211,17 @@ Function* Emitter::EmitTask() {
         Value* mi = b.CreateSDiv(b.CreateSub(m, m0), I64(mr));
         Value* index = t_.loop == 0 ? b.CreateAdd(b.CreateMul(mi, I64(panels)), panel)
                                     : b.CreateAdd(b.CreateMul(panel, I64(m_tiles)), mi);
+        // Contiguous: an equal share of the block each. Strided: whole rows each (the last tiles
+        // clamped to the block's last row); a tile's k loop reaches 16 / ku rows of kc floats, so
+        // with fewer tiles than nc * ku / 16 part of the block is left to the packing.
         const int64_t tiles = m_tiles * panels;
-        Value* share =
-            stream_row_stride_
-                // rows each (a tile's k loop reaches 16 / ku rows of kc floats; more are left)
-                ? b.CreateMul(b.CreateBinaryIntrinsic(
-                                  llvm::Intrinsic::smin,
-                                  b.CreateMul(index, I64((nc + tiles - 1) / tiles)), I64(nc - 1)),
-                              I64(stream_row_stride_))
-                : b.CreateMul(index, I64((nc * kc + tiles - 1) / tiles));
+        Value* share = b.CreateMul(index, I64((nc * kc + tiles - 1) / tiles));
+        if (stream_row_stride_) {
+          Value* first_row = b.CreateBinaryIntrinsic(
+              llvm::Intrinsic::smin, b.CreateMul(index, I64((nc + tiles - 1) / tiles)),
+              I64(nc - 1));
+          share = b.CreateMul(first_row, I64(stream_row_stride_));
+        }
         Value* pfp = b.CreateGEP(f32_, pf_block, share);
         b.CreateCall(tile_type, fn,
                      {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers, pfp});
