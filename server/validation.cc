@@ -51,7 +51,8 @@ Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int 
   for (const RoundFigures& r : rounds) {
     const double a = r.us[challenger], b = r.us[kept];
     ratios.push_back(b / a);
-    if (FasterBeyondNoise(a, r.rel_error[challenger], b, r.rel_error[kept])) ++c.wins;
+    if (FasterBeyondNoise(a, r.rel_error[challenger], b, r.rel_error[kept], kPairedNoiseFloor))
+      ++c.wins;
   }
   c.speedup = Median(ratios);
   c.win = c.speedup > 1 && SignTestP(c.wins, c.rounds) <= kSignTestAlpha;
