@@ -51,7 +51,8 @@ Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int 
   for (const RoundFigures& r : rounds) {
     const double a = r.us[challenger], b = r.us[kept];
     ratios.push_back(b / a);
-    if (FasterBeyondNoise(a, r.rel_error[challenger], b, r.rel_error[kept])) ++c.wins;
+    if (FasterBeyondNoise(a, r.rel_error[challenger], b, r.rel_error[kept], kPairedNoiseFloor))
+      ++c.wins;
   }
   c.speedup = Median(ratios);
   c.win = c.speedup > 1 && SignTestP(c.wins, c.rounds) <= kSignTestAlpha;
@@ -251,6 +252,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
         const Prepared& p = prep[i];
         MeasureJob job;
         job.graph_text = p.graph_text;
+        job.alone = true;  // a decision rests on these figures
         const size_t n = p.distinct.size(), first = (p.rounds.size() + k) % std::max<size_t>(n, 1);
         for (size_t j = 0; j < n; ++j) {
           const size_t d = (first + j) % n;  // the order rotates per round
@@ -281,6 +283,11 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
         round.rel_error[slot] = RelativeError(t.median_us, t.stddev_us, t.repeat);
         res.max_abs_error[slot] = std::max(res.max_abs_error[slot], t.max_abs_error);
       }
+      spdlog::debug("{} {} round {}: tuned {} ±{:.1f}%, greedy {} ±{:.1f}%, unfused {} ±{:.1f}%",
+                    phase, way_of[j], p.rounds.size() + 1, Us(round.us[kTuned]),
+                    100 * round.rel_error[kTuned], Us(round.us[kGreedy]),
+                    100 * round.rel_error[kGreedy], Us(round.us[kUnfused]),
+                    100 * round.rel_error[kUnfused]);
       p.rounds.push_back(round);
     }
   };

@@ -18,8 +18,8 @@
 // within noise without being any simpler; on defaults it is the other rules-only baseline, the
 // same plan `cache verify` re-times. A tuned plan with greedy's grouping on other schedules is
 // named for what it is: "searched schedules 0.97× vs greedy on defaults, within noise".
-// The noise floor of one round is the larger of kNoiseFloor and twice the combined standard error
-// of the two medians (from each timing's stddev and repeat count).
+// The noise floor of one round is the larger of kPairedNoiseFloor (1%) and twice the combined
+// standard error of the two medians (from each timing's stddev and repeat count).
 // How many rounds: a sequential test. Validation runs kMinRounds rounds, then one more at a time
 // while a comparison is undecided (more rounds, all won, could still make it a win before
 // kMaxRounds). kMinRounds is 2 because no comparison can settle sooner (0 wins of 1 could still

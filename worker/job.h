@@ -7,7 +7,7 @@
 //
 //   {"id":7,"graph":"fn (%p0: ...) {...}","threads":1,"seed":1,
 //    "plans":[{"name":"g","groups":[{"nodes":["%n0","%n1"],"schedule":"vec=16"}]}],
-//    "timing":{"warmup":1,"repeat":5,"min_repeat_ms":10,"flush_cache":false}}
+//    "timing":{"warmup":1,"repeat":5,"min_repeat_ms":10,"flush_cache":false},"alone":false}
 //
 // Fault injection for tests: with FUSETUNE_TEST_INJECT=crash:OP, hang:OP or wrong:OP in the
 // environment of the process that runs jobs, every fused group (two or more ops) that holds an op
@@ -35,6 +35,12 @@ struct MeasureJob {
   int threads = 1;
   uint64_t seed = 1;
   TimingOptions timing;
+  // Timed with every core to itself: no kernel compiles and no reference is computed beside the
+  // timing, even where the job's threads leave a core free. For the timings a decision rests on
+  // (validation, the whole graph, cache verify): a compile on the other core disturbed the first
+  // of every region's rounds by 10-30% and cost the decisions rounds (BENCHMARKS.md, "Decisions
+  // against noise").
+  bool alone = false;
 };
 
 struct PlanResult {

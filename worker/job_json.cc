@@ -24,7 +24,8 @@ std::string JobToJson(const MeasureJob& job) {
               {"repeat", job.timing.repeat},
               {"number", job.timing.number},
               {"min_repeat_ms", job.timing.min_repeat_ms},
-              {"flush_cache", job.timing.flush_cache}}}};
+              {"flush_cache", job.timing.flush_cache}}},
+            {"alone", job.alone}};
   return j.dump();
 }
 
@@ -37,6 +38,7 @@ MeasureJob JobFromJson(const std::string& text) {
     for (const auto& p : j.at("plans")) job.plans.push_back({p.at("name"), p.at("plan").dump()});
     job.threads = j.value("threads", 1);
     job.seed = j.value("seed", uint64_t{1});
+    job.alone = j.value("alone", false);
     if (j.contains("timing")) {
       const auto& t = j["timing"];
       const TimingOptions defaults;

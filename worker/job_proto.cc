@@ -74,6 +74,7 @@ v1::MeasurementJob JobToProto(const MeasureJob& job) {
   t->set_repeat(job.timing.repeat);
   t->set_min_repeat_ms(job.timing.min_repeat_ms);
   t->set_flush_cache(job.timing.flush_cache);
+  m.set_alone(job.alone);
   return m;
 }
 
@@ -100,6 +101,7 @@ MeasureJob JobFromProto(const v1::MeasurementJob& m) {
   if (t.repeat() > 0) job.timing.repeat = t.repeat();
   job.timing.min_repeat_ms = t.min_repeat_ms();
   job.timing.flush_cache = t.flush_cache();
+  job.alone = m.alone();
   return job;
 }
 

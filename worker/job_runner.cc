@@ -108,7 +108,9 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
     }
     stage = "timing";
     start = std::chrono::steady_clock::now();
-    PrepPool::Timing quiet(run.pool, run.job.threads);  // waits for compiles on its cores
+    // Waits for compiles on its cores (on every core for a job timed alone).
+    PrepPool::Timing quiet(
+        run.pool, run.job.alone ? std::max(run.pool.cores(), run.job.threads) : run.job.threads);
     r.compile_ms += MsSince(start);
     start = std::chrono::steady_clock::now();
     PlanProfile profile = executor.Measure(JobTiming(run.job.timing, best_us, call_ms),

@@ -234,5 +234,33 @@ TEST(JobRunner, NoPlanIsTimedWhileAnotherPlanOfItsJobCompiles) {
         << p.name << ": " << p.compile_ms << " of " << r.phases.compile_ms << " ms";
 }
 
+TEST(JobRunner, AJobTimedAloneLetsNothingCompileBesideItsTiming) {
+  // The next job (a dense: an O3 compile of tens of ms) is prepared ahead; the first job, a
+  // 1-thread sub/exp timed in a few ms, leaves a core free. Timed alone, it first lets the queued
+  // compile finish, so by its end the dense's kernel is there; timed as usual, the compile runs
+  // beside the timing and is still running when the short job ends.
+  JobRunner runner(2);
+  MeasureJob first = Job(1, 1, {"vector=8"});
+  first.alone = true;
+  MeasureJob next;
+  next.id = 2;
+  next.graph_text =
+      "fn (%x: Tensor[(64, 96), float32], %w: Tensor[(80, 96), float32]) {\n"
+      "  nn.dense(%x, %w)\n}";
+  next.plans.push_back({"dense", R"({"groups":[{"nodes":["%0"]}]})"});
+  next.timing = first.timing;
+  runner.Prepare(first);
+  const JobResult warm = runner.Run(first);  // the first job's own kernel compiled and timed
+  ASSERT_TRUE(warm.plans.at(0).ok) << warm.plans[0].reason;
+  runner.Prepare(next);
+  const size_t before = runner.kernels().size();
+  const JobResult r = runner.Run(first);
+  ASSERT_TRUE(r.plans.at(0).ok) << r.plans[0].reason;
+  EXPECT_EQ(runner.kernels().size(), before + 1) << "the dense compiled before the timing";
+  const JobResult dense = runner.Run(next);
+  ASSERT_TRUE(dense.plans.at(0).ok) << dense.plans[0].reason;
+  EXPECT_EQ(dense.reuse.kernels_compiled, 1);
+}
+
 }  // namespace
 }  // namespace fusetune
