@@ -14,8 +14,9 @@ with what each piece could take at the FMA peak (--peak-gflops, e.g. from `matmu
 profiles ORT and runs fusetune once per thread count, alternated; printed are the per-piece
 medians over rounds (ORT's per round: the median of its calls after the warmup). A fused kernel
 that spans pieces (FFN 1 with its GELU, attention as one kernel) is counted in its heaviest piece,
-and its other ops are named in the table. The sums of pieces are with the profiler on (ORT) and
-without the gaps between kernels (fusetune), so the last line prints each side's own total as well.
+and its other ops are named in the table. ORT's figures are with its profiler on (its whole call
+too); fusetune's are `run --json`'s kernels timed in sequence, medians per kernel, so their sum
+and the whole call's median differ by the noise.
 """
 import argparse
 import collections
@@ -38,12 +39,14 @@ LAYER_NORMS = ["layer norm 1 (+residual)", "layer norm 2 (+residual)"]
 NORM_OPS = {"mean", "variance", "sqrt", "rsqrt", "nn.layer_norm"}
 
 
-def piece_of_ort(op, order):
-    """ORT's fused op names (graphOptimizationLevel 'all') to pieces; `order` counts per kind."""
-    if op in ("Gemm", "MatMul", "FusedGemm") and order["dense"] < 4:
+def piece_of_ort(op, out_shape, order):
+    """ORT's fused op names (graphOptimizationLevel 'all') to pieces; `order` counts per kind.
+    A MatMul whose output has a leading batch of heads ([12, S, S]) is a batch_matmul."""
+    batched = len(out_shape) >= 3 and out_shape[0] > 1 and op in ("MatMul", "FusedMatMul")
+    if op in ("Gemm", "MatMul", "FusedMatMul", "FusedGemm") and not batched and order["dense"] < 4:
         order["dense"] += 1
         return DENSES[order["dense"] - 1]
-    if op in ("FusedMatMul", "MatMul") and order["bmm"] < 2:
+    if batched and order["bmm"] < 2:
         order["bmm"] += 1
         return BATCH_MATMULS[order["bmm"] - 1]
     if op in ("Attention", "MultiHeadAttention"):
@@ -113,16 +116,18 @@ def ort_round(case, threads, args, prefix):
         trace = json.load(f)
     os.remove(result["profile"])
     # One list of durations per node, in call order; the warmup calls are dropped.
-    durs, op_of, first = collections.defaultdict(list), {}, {}
+    durs, op_of, shape_of, first = collections.defaultdict(list), {}, {}, {}
     for e in trace:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
             durs[e["name"]].append(e["dur"])
             op_of[e["name"]] = e["args"].get("op_name", "?")
+            outs = e["args"].get("output_type_shape") or [{}]
+            shape_of[e["name"]] = next(iter(outs[0].values()), [])
             first.setdefault(e["name"], len(first))
     pieces, ops, order = collections.defaultdict(float), collections.defaultdict(set), \
         collections.Counter()
     for name in sorted(durs, key=first.get):
-        piece = piece_of_ort(op_of[name], order)
+        piece = piece_of_ort(op_of[name], shape_of[name], order)
         pieces[piece] += statistics.median(durs[name][args.warmup:] or durs[name])
         ops[piece].add(op_of[name])
     return result["us"], pieces, ops
