@@ -135,44 +135,6 @@ TEST(KernelIr, TransposeGathers) {
     for (int64_t b = 0; b < rows; ++b) ASSERT_EQ(ys[a * rows + b], xs[b * cols + a]);
 }
 
-// A scattered store and a gather whose lanes are not evenly spaced (a mod in the index), both
-// with a masked tail (19 rows at 16 lanes): the lanes' addresses are lane 0's element plus 32-bit
-// offsets, which x86 gathers and scatters with dword indices, 16 lanes per instruction.
-TEST(KernelIr, ScattersAndGathersWithDwordOffsets) {
-  const int64_t rows = 19, cols = 23;
-  Kernel k;
-  k.name = "scatter_gather";
-  int x = k.AddParam("x", DType::kFloat32, rows * cols);
-  int out = k.AddParam("out", DType::kFloat32, rows * cols);
-  int i = k.NewVar("i"), j = k.NewVar("j");
-  using namespace kir;
-  KExpr shuffled_row = Mod(Mul(Var(j), Int(7)), Int(rows));
-  k.body = For(i, cols, LoopKind::kSerial,
-               For(j, rows, LoopKind::kVectorized,
-                   Store(out, Add(Mul(Var(j), Int(cols)), Var(i)),
-                         Load(x, Add(Mul(shuffled_row, Int(cols)), Var(i)))),
-                   16));
-  Jit jit;
-  std::unique_ptr<JitCode> code;
-  KernelFn fn = Compile(jit, k, code);
-  std::vector<float> xs(rows * cols), ys(rows * cols, -1.0f);
-  for (size_t n = 0; n < xs.size(); ++n) xs[n] = static_cast<float>(n);
-  void* buffers[] = {xs.data(), ys.data()};
-  fn(buffers);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      ASSERT_EQ(ys[r * cols + c], xs[(r * 7 % rows) * cols + c]) << r << ", " << c;
-
-  if (!jit.target().Has("avx512f")) return;
-  auto module = jit.NewModule("asm");
-  LowerKernel(k, jit, *module, "scatter_gather_asm");
-  jit.Optimize(*module);
-  std::string assembly = jit.Assembly(*module);
-  EXPECT_NE(assembly.find("vgatherdps"), std::string::npos) << assembly;
-  EXPECT_NE(assembly.find("vscatterdps"), std::string::npos) << assembly;
-  EXPECT_EQ(assembly.find("vgatherqps"), std::string::npos) << assembly;
-}
-
 TEST(KernelIr, PrintsLoopNest) {
   std::string text = PrintKernel(SubExpKernel(2, 3, 4, 16));
   EXPECT_EQ(text,

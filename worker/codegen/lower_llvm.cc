@@ -1,7 +1,5 @@
 #include "worker/codegen/lower_llvm.h"
 
-#include <cstdint>
-#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -250,20 +248,9 @@ class Lowerer {
       }
       return;
     }
-    b_.CreateMaskedScatter(vector, LaneAddresses(elem, ptr, s.index, buf), align, Mask());
-  }
-
-  // The addresses of a gather's or scatter's lanes. Where every index of the buffer fits in 32
-  // bits, they are lane 0's element (a scalar) plus 32-bit offsets from it: x86 then gathers 16
-  // floats per vgatherdps, where 64-bit indices take two vgatherqps of 8 (and twice the vector
-  // arithmetic on the indices). Lane 0 is active whenever any lane is (a tail mask is a prefix).
-  Value* LaneAddresses(llvm::Type* elem, Value* ptr, const KExpr& index, const KBuffer& buf) {
-    Value* all = Splat(b_, LowerExpr(index, false), vec_width_);
-    if (buf.size > std::numeric_limits<int32_t>::max()) return b_.CreateInBoundsGEP(elem, ptr, all);
-    Value* base = LowerExpr(index, true);
-    auto* offset_type = llvm::FixedVectorType::get(b_.getInt32Ty(), vec_width_);
-    Value* offsets = b_.CreateTrunc(b_.CreateSub(all, Splat(b_, base, vec_width_)), offset_type);
-    return b_.CreateGEP(elem, b_.CreateInBoundsGEP(elem, ptr, base), offsets);
+    Value* addresses =
+        b_.CreateInBoundsGEP(elem, ptr, Splat(b_, LowerExpr(s.index, false), vec_width_));
+    b_.CreateMaskedScatter(vector, addresses, align, Mask());
   }
 
   Value* Mask() {
@@ -440,7 +427,9 @@ class Lowerer {
       }
     } else {
       auto* vtype = llvm::FixedVectorType::get(elem, vec_width_);
-      loaded = b_.CreateMaskedGather(vtype, LaneAddresses(elem, ptr, index, buf), align, Mask(),
+      Value* addresses =
+          b_.CreateInBoundsGEP(elem, ptr, Splat(b_, LowerExpr(index, false), vec_width_));
+      loaded = b_.CreateMaskedGather(vtype, addresses, align, Mask(),
                                      llvm::Constant::getNullValue(vtype));
     }
     return ToRegister(b_, loaded, buf.dtype);
