@@ -5,12 +5,14 @@ ONNX Runtime runs the model through bench/peers/ort_time.js --profile (its own p
 enableProfiling: every node of every call), fusetune through `fusetune run --plan P --json` (every
 kernel of the plan timed). Both sides' nodes and kernels are sorted into the same pieces of the
 layer (the QKV projection, Q·Kᵀ, softmax, P·V, ..., see `piece_of_*`), then printed side by side
-with what each piece could take at the FMA peak (--peak-gflops, e.g. from `matmul_bench gemm`):
+with what each matmul piece could take at the FMA peak (--peak-gflops per thread count, from
+`matmul_bench peak`):
 
   /usr/bin/python3 bench/peers/ort_profile.py --fusetune build/fusetune --case W/s256 \\
-      --db W/b.db --threads 1 2 --rounds 3 --boost
+      --db W/b.db --threads 1 2 --rounds 3 --boost --peak-gflops 201 402
 
---case is a directory bench/peers/peers.py's export wrote (model.onnx, inputs/). Each round
+--case is a directory bench/peers/peers.py's export wrote (model.onnx, inputs/); --plan takes
+what `fusetune run --plan` takes (tuned with --db, greedy, unfused, a plan JSON file). Each round
 profiles ORT and runs fusetune once per thread count, alternated; printed are the per-piece
 medians over rounds (ORT's per round: the median of its calls after the warmup). A fused kernel
 that spans pieces (FFN 1 with its GELU, attention as one kernel) is counted in its heaviest piece,
@@ -29,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import peers  # noqa: E402
 
-# Pieces in the layer's order; "other" takes the slices, reshapes and transposes.
+# Pieces in the layer's order; the last takes the slices, reshapes and transposes.
 PIECES = ["QKV dense", "Q·Kᵀ", "softmax", "P·V", "out proj dense", "layer norm 1 (+residual)",
           "FFN 1 dense", "GELU", "FFN 2 dense", "layer norm 2 (+residual)", "attention (1 kernel)",
           "head split/merge, reshapes"]
