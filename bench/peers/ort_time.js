@@ -3,13 +3,16 @@
 // its outputs as .npy, so the benchmarks compare fusetune with ORT on the same file and inputs.
 //
 //   node bench/peers/ort_time.js --model m.onnx --inputs DIR --threads N [--outputs DIR]
-//        [--seconds 2] [--warmup 10] [--min-calls 20] [--ort-dir /work/ort]
+//        [--seconds 2] [--warmup 10] [--min-calls 20] [--ort-dir /work/ort] [--profile PREFIX]
 //
 // Inputs are DIR/<graph input name>.npy (float32, C order), as `fusetune run --inputs` takes them.
 // Outputs go to OUT/output_<i>.npy, in the graph's output order, as `fusetune run --outputs` writes.
 // The session runs as the issue asks: graphOptimizationLevel 'all', intraOpNumThreads N,
 // interOpNumThreads 1, sequential execution. Prints one JSON line:
 //   {"us": median, "calls": n, "min_us": ..., "ort_version": "..."}
+// --profile PREFIX turns on ORT's own profiler (enableProfiling): every node of every call, warmup
+// included, goes to PREFIX_<date>.json (Chrome trace format), named in the JSON line as "profile".
+// The profiler adds its own cost to "us": bench/peers/ort_profile.py reads the trace per node.
 //
 // onnxruntime-node is never part of the repository: install it outside it with
 //   npm install --prefix /work/ort --ignore-scripts onnxruntime-node
@@ -27,6 +30,7 @@ function parseArgs(argv) {
   const names = {
     '--model': 'model', '--inputs': 'inputs', '--outputs': 'outputs', '--threads': 'threads',
     '--seconds': 'seconds', '--warmup': 'warmup', '--min-calls': 'minCalls', '--ort-dir': 'ortDir',
+    '--profile': 'profile',
   };
   for (let i = 0; i < argv.length; i += 2) {
     const key = names[argv[i]];
@@ -44,7 +48,7 @@ function parseArgs(argv) {
 function usage(message) {
   process.stderr.write(`ort_time.js: error: ${message}\n` +
       'usage: node ort_time.js --model M.onnx --inputs DIR --threads N [--outputs DIR] ' +
-      '[--seconds S] [--warmup K] [--min-calls C] [--ort-dir PREFIX]\n');
+      '[--seconds S] [--warmup K] [--min-calls C] [--ort-dir PREFIX] [--profile PREFIX]\n');
   process.exit(2);
 }
 
@@ -114,13 +118,20 @@ async function main() {
         `(npm install --prefix ${args.ortDir} --ignore-scripts onnxruntime-node): ${e.message}\n`);
     process.exit(2);
   }
-  const session = await ort.InferenceSession.create(args.model, {
+  const options = {
     executionProviders: ['cpu'],
     graphOptimizationLevel: 'all',
     intraOpNumThreads: args.threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
-  });
+  };
+  if (args.profile) {
+    options.enableProfiling = true;
+    options.profileFilePrefix = path.resolve(args.profile);
+    fs.mkdirSync(path.dirname(options.profileFilePrefix), { recursive: true });
+  }
+  const startedAt = Date.now();
+  const session = await ort.InferenceSession.create(args.model, options);
   const feeds = {};
   for (const name of session.inputNames) {
     const file = path.join(args.inputs, `${name}.npy`);
@@ -148,11 +159,23 @@ async function main() {
       writeNpy(path.join(args.outputs, `output_${i}.npy`), outputs[name]);
     });
   }
+  let profile;
+  if (args.profile) {
+    // endProfiling writes the trace and does not say where: the newest PREFIX_*.json since start.
+    session.endProfiling();
+    const dir = path.dirname(options.profileFilePrefix);
+    const base = path.basename(options.profileFilePrefix) + '_';
+    profile = fs.readdirSync(dir)
+                  .filter((f) => f.startsWith(base) && f.endsWith('.json'))
+                  .map((f) => path.join(dir, f))
+                  .filter((f) => fs.statSync(f).mtimeMs >= startedAt)
+                  .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  }
   const version = ort.env && ort.env.versions ? ort.env.versions.node || ort.env.versions.common :
                                                 undefined;
   process.stdout.write(JSON.stringify({
     us: median(times), min_us: Math.min(...times), calls: times.length, threads: args.threads,
-    ort_version: version,
+    ort_version: version, profile,
   }) + '\n');
   if (session.release) await session.release();
 }
