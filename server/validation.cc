@@ -38,7 +38,8 @@ double Median(std::vector<double> v) {
 struct Comparison {
   double speedup = 1;  // median over rounds of kept time / challenger time
   int wins = 0;        // rounds the challenger was faster beyond the round's noise floor
-  int rounds = 0;
+  int rounds = 0;      // rounds that count: not disturbed
+  int disturbed = 0;   // rounds whose timings' spread reached kNoiseCeiling: no evidence either way
   bool win = false;
   bool settled = true;
 };
@@ -46,11 +47,20 @@ struct Comparison {
 Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int kept,
                    int max_rounds) {
   Comparison c;
-  c.rounds = static_cast<int>(rounds.size());
   std::vector<double> ratios;
   for (const RoundFigures& r : rounds) {
     const double a = r.us[challenger], b = r.us[kept];
     ratios.push_back(b / a);
+    // A round whose timings spread as far as the ceiling was disturbed (a burst of load on a
+    // shared machine) and says nothing about either plan: it is left out of the sign test, as a
+    // tie is, instead of counting as a loss. Which rounds are left out depends on the spread, not
+    // on which plan was faster, so for two plans of one speed wins and losses stay equally likely.
+    if (NoiseThreshold(r.rel_error[challenger], r.rel_error[kept], kPairedNoiseFloor) >=
+        kNoiseCeiling) {
+      ++c.disturbed;
+      continue;
+    }
+    ++c.rounds;
     if (FasterBeyondNoise(a, r.rel_error[challenger], b, r.rel_error[kept], kPairedNoiseFloor))
       ++c.wins;
   }
@@ -58,8 +68,9 @@ Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int 
   c.win = c.speedup > 1 && SignTestP(c.wins, c.rounds) <= kSignTestAlpha;
   // Undecided while more rounds, all won, could still make it a win before the cap.
   c.settled = true;
+  const int timed = static_cast<int>(rounds.size());
   if (!c.win)
-    for (int more = 1; c.rounds + more <= max_rounds; ++more)
+    for (int more = 1; timed + more <= max_rounds; ++more)
       if (SignTestP(c.wins + more, c.rounds + more) <= kSignTestAlpha) c.settled = false;
   return c;
 }
@@ -179,9 +190,11 @@ NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int 
     d.settled &= cmp.settled;
     std::string phrase = fmt::format("{} {:.2f}× vs {}", labels[c], cmp.speedup, labels[kept]);
     if (cmp.win)
-      phrase += fmt::format(", beyond noise ({} of {} rounds)", cmp.wins, cmp.rounds);
+      phrase += fmt::format(", beyond noise ({} of {} rounds{})", cmp.wins, cmp.rounds,
+                            cmp.disturbed ? fmt::format(", {} disturbed", cmp.disturbed) : "");
     else if (cmp.speedup > 1)
-      phrase += ", within noise";
+      phrase += cmp.disturbed ? fmt::format(", within noise ({} rounds disturbed)", cmp.disturbed)
+                              : ", within noise";
     phrases.push_back(std::move(phrase));
     if (cmp.win) kept = c;
   }

@@ -19,7 +19,10 @@
 // same plan `cache verify` re-times. A tuned plan with greedy's grouping on other schedules is
 // named for what it is: "searched schedules 0.97× vs greedy on defaults, within noise".
 // The noise floor of one round is the larger of kPairedNoiseFloor (1%) and twice the combined
-// standard error of the two medians (from each timing's stddev and repeat count).
+// standard error of the two medians (from each timing's stddev and repeat count). A round whose
+// floor so computed reaches kNoiseCeiling (25%) was disturbed and is left out of the sign test
+// for that comparison, as a tie, rather than counted as a loss: on a loaded machine two such
+// rounds had settled true 4-6% wins as "within noise".
 // How many rounds: a sequential test. Validation runs kMinRounds rounds, then one more at a time
 // while a comparison is undecided (more rounds, all won, could still make it a win before
 // kMaxRounds). kMinRounds is 2 because no comparison can settle sooner (0 wins of 1 could still

@@ -121,6 +121,26 @@ TEST(NoiseRule, OneRoundDisturbedAgainstTheFasterPlanCostsRoundsNotTheDecision) 
   EXPECT_TRUE(d.settled);
 }
 
+TEST(NoiseRule, RoundsWhoseTimingsSpreadToTheCeilingAreLeftOutNotLost) {
+  // A plan 10% faster in every round, but two of the first rounds' timings spread by 30% (load):
+  // those rounds count neither way, so the comparison runs on and the plan wins on the others.
+  auto rounds = Rounds(7, 90, 100, 300);
+  rounds[0].rel_error[kGreedy] = rounds[1].rel_error[kTuned] = 0.3;
+  NoiseDecision d = DecideThreeWay({rounds.begin(), rounds.begin() + 2}, kDistinct);
+  EXPECT_FALSE(d.settled) << "two disturbed rounds are no evidence: " << d.text;
+  d = DecideThreeWay(rounds, kDistinct);
+  EXPECT_EQ(d.chosen, kTuned) << d.text;
+  EXPECT_NE(d.text.find("beyond noise (5 of 5 rounds, 2 disturbed)"), std::string::npos) << d.text;
+  // Counted as losses, as before, they would have settled it for greedy after those two rounds.
+  // Two identical plans with every round disturbed: greedy kept, after every round allowed.
+  auto noisy = Rounds(kMaxRounds, 100, 100, 300);
+  for (RoundFigures& r : noisy) r.rel_error[kTuned] = 0.4;
+  noisy[3].us[kTuned] = 50;  // even a round that reads 2x faster
+  d = DecideThreeWay(noisy, kDistinct);
+  EXPECT_EQ(d.chosen, kGreedy) << d.text;
+  EXPECT_TRUE(d.settled);
+}
+
 TEST(NoiseRule, OneRoundDisturbedInFavourOfAPlanDoesNotMakeItWin) {
   auto rounds = Rounds(3, 100, 100, 120, 0.01);
   rounds[0].us[kGreedy] *= 3;  // greedy disturbed: tuned and unfused look 3x faster once
