@@ -51,18 +51,14 @@ Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int 
   for (const RoundFigures& r : rounds) {
     const double a = r.us[challenger], b = r.us[kept];
     ratios.push_back(b / a);
-    // A round whose timings spread as far as the ceiling was disturbed (a burst of load on a
-    // shared machine) and says nothing about either plan: it is left out of the sign test, as a
-    // tie is, instead of counting as a loss. Which rounds are left out depends on the spread, not
-    // on which plan was faster, so for two plans of one speed wins and losses stay equally likely.
-    if (NoiseThreshold(r.rel_error[challenger], r.rel_error[kept], kPairedNoiseFloor) >=
-        kNoiseCeiling) {
+    // Which rounds are left out depends on the spread, not on which plan was faster, so for two
+    // plans of one speed wins and losses stay equally likely.
+    if (RoundDisturbed(r.rel_error[challenger], r.rel_error[kept])) {
       ++c.disturbed;
       continue;
     }
     ++c.rounds;
-    if (FasterBeyondNoise(a, r.rel_error[challenger], b, r.rel_error[kept], kPairedNoiseFloor))
-      ++c.wins;
+    if (RoundWon(a, r.rel_error[challenger], b, r.rel_error[kept])) ++c.wins;
   }
   c.speedup = Median(ratios);
   c.win = c.speedup > 1 && SignTestP(c.wins, c.rounds) <= kSignTestAlpha;

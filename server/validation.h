@@ -18,11 +18,12 @@
 // within noise without being any simpler; on defaults it is the other rules-only baseline, the
 // same plan `cache verify` re-times. A tuned plan with greedy's grouping on other schedules is
 // named for what it is: "searched schedules 0.97× vs greedy on defaults, within noise".
-// The noise floor of one round is the larger of kPairedNoiseFloor (1%) and twice the combined
-// standard error of the two medians (from each timing's stddev and repeat count). A round whose
-// floor so computed reaches kNoiseCeiling (25%) was disturbed and is left out of the sign test
-// for that comparison, as a tie, rather than counted as a loss: on a loaded machine two such
-// rounds had settled true 4-6% wins as "within noise".
+// A round is won beyond the larger of kRoundNoiseFloor (1%) and the combined standard error of the
+// two medians (from each timing's stddev and repeat count): server/noise.h's RoundWon says why
+// not the 3% and two standard errors of unpaired figures. A round whose timings spread to
+// kNoiseCeiling (RoundDisturbed) is left out of the sign test for that comparison, as a tie,
+// rather than counted as a loss: on a loaded machine two such rounds settled 4-6% wins as
+// "within noise".
 // How many rounds: a sequential test. Validation runs kMinRounds rounds, then one more at a time
 // while a comparison is undecided (more rounds, all won, could still make it a win before
 // kMaxRounds). kMinRounds is 2 because no comparison can settle sooner (0 wins of 1 could still
