@@ -1,33 +1,31 @@
 #!/usr/bin/env bash
 # A remote tune keeps a graph's weights: the ONNX BERT-base layer (S=128, bench/bert/export_bert.py)
-# tuned cold through a farm of one worker (`serve` on 127.0.0.1, fresh store each time) by a
-# "before" build and an "after" build, alternated, and tuned locally by the after build. Then each
-# store's plan is run (`run --plan tuned`, 1 thread, by the after build) in alternated rounds at
-# autogroup nice -20. Prints the tune wall times, each store's wpack measurements and plan groups,
-# and the plans' times.
+# tuned cold through a farm of one worker (`serve` on 127.0.0.1, fresh store each time), "before"
+# and "after" alternated, and tuned locally. "before" is what a server tuned until now: the
+# model's import as Relay text, its initialisers parameters without data (`fusetune check MODEL`
+# printed; the same signatures), so the same binary measures both and only the weights differ.
+# Then each store's plan is run on the ONNX model (`run --plan tuned`, 1 thread) in rotated rounds
+# at autogroup nice -20. Prints the tune wall times, each store's wpack measurements and plan
+# groups, and the plans' times.
 #
-#   bench/service/remote_weights.sh --before DIR/fusetune [--after build/fusetune] [--work DIR]
-#                                   [--tunes 2] [--rounds 5]
+#   bench/service/remote_weights.sh [--fusetune build/fusetune] [--work DIR] [--tunes 1]
+#                                   [--rounds 5]
 set -euo pipefail
 
-BEFORE=""
 AFTER=build/fusetune
 WORK=/tmp/fusetune_remote_weights
 TUNES=2
 ROUNDS=5
 while [ $# -gt 0 ]; do
   case "$1" in
-    --before) BEFORE=$2; shift 2 ;;
-    --after) AFTER=$2; shift 2 ;;
+    --fusetune) AFTER=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --tunes) TUNES=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "remote_weights.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ -n "$BEFORE" ] || { echo "remote_weights.sh: --before is required" >&2; exit 2; }
-BEFORE=$(realpath "$BEFORE")
 AFTER=$(realpath "$AFTER")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$WORK"
@@ -35,6 +33,8 @@ MODEL=$WORK/bert/model.onnx
 if [ ! -f "$MODEL" ]; then
   /usr/bin/python3 "$ROOT/bench/bert/export_bert.py" --out "$WORK/bert" --seq 128 > /dev/null
 fi
+INPUTS=$WORK/bert/weights_as_inputs.relay
+"$AFTER" check "$MODEL" | grep -v '^signature: ' > "$INPUTS"
 
 PIDS=()
 cleanup() {  # only the processes this script started, by their ids
@@ -48,9 +48,9 @@ seconds_since() {
   /usr/bin/python3 -c 'import sys,time; print(round(time.time() - float(sys.argv[1]), 1))' "$1"
 }
 
-# farm NAME BINARY: a fresh store NAME.db, serve, one worker, the tune; prints its wall seconds.
+# farm NAME GRAPH: a fresh store NAME.db, serve, one worker, the tune; prints its wall seconds.
 farm() {
-  local name=$1 bin=$2 db=$WORK/$1.db
+  local name=$1 graph=$2 bin=$AFTER db=$WORK/$1.db
   rm -f "$db" "$db-wal" "$db-shm"
   "$bin" serve --listen 127.0.0.1:0 --db "$db" > "$WORK/$name.serve.out" 2> "$WORK/$name.serve.err" &
   PIDS+=($!)
@@ -70,7 +70,7 @@ farm() {
   done
   local start
   start=$(date +%s.%N)
-  "$bin" tune --server "$address" --threads 1 --json "$MODEL" > "$WORK/$name.json" \
+  "$bin" tune --server "$address" --threads 1 --json "$graph" > "$WORK/$name.json" \
     2> "$WORK/$name.tune.err" || { echo "the $name tune failed: $(cat "$WORK/$name.tune.err")" >&2; exit 1; }
   seconds_since "$start"
   cleanup
@@ -97,8 +97,8 @@ echo "load before: $(uptime)"
 NAMES=()
 for t in $(seq "$TUNES"); do
   for side in before after; do
-    bin=$BEFORE; [ "$side" = after ] && bin=$AFTER
-    s=$(farm "remote_${side}_$t" "$bin")
+    graph=$INPUTS; [ "$side" = after ] && graph=$MODEL
+    s=$(farm "remote_${side}_$t" "$graph")
     echo "tune remote $side #$t: $s s; $(wpack "remote_${side}_$t")"
     NAMES+=("remote_${side}_$t")
   done
