@@ -124,7 +124,8 @@ for name in "${NAMES[@]}"; do
   /usr/bin/python3 -c '
 import statistics, sys
 v = [float(x) / 1000 for x in sys.argv[2].split()]
-print(f"  {sys.argv[1]:18s} median {statistics.median(v):6.2f}  [{" ".join(f"{x:.2f}" for x in v)}]")
+each = " ".join("%.2f" % x for x in v)
+print("  %-18s median %6.2f  [%s]" % (sys.argv[1], statistics.median(v), each))
 ' "$name" "${TIMES[$name]}"
 done
 echo "load after: $(uptime)"
