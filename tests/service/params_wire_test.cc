@@ -135,6 +135,23 @@ TEST(ParamsAndAServer, ARemoteTuneOfAnOnnxModelKeepsItsInitialisers) {
       RunFusetune(dir, {"run", "--plan", "tuned", "--db", farm_db, "--json", model});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_LT(nlohmann::json::parse(run.out)["max_abs_error"].get<double>(), 1e-4) << run.out;
+
+  // A client that sends the model's bytes (the Python client): the server imports it and keeps
+  // the initialisers' names as the CLI's request named them.
+  auto stub = v1::Tuner::NewStub(Channel(server.address()));
+  v1::SubmitTuneRequest request;
+  request.mutable_graph()->set_onnx_model(m.Bytes());
+  request.mutable_options()->set_retune(true);
+  v1::SubmitTuneResponse submitted;
+  ASSERT_TRUE(stub->SubmitTune(Ctx().get(), request, &submitted).ok());
+  EXPECT_EQ(WaitForTask(*stub, submitted.task_id(), std::chrono::seconds(120)).state(),
+            v1::TASK_STATE_DONE);
+  db::Database database(farm_db);
+  db::JobQueue queue(database);
+  std::vector<db::TaskRecord> tasks = queue.ListTasks();
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_NE(tasks[0].bound_params_json, "[]");
+  EXPECT_EQ(tasks[1].bound_params_json, tasks[0].bound_params_json);
 }
 
 TEST(ParamsAndAServer, BadWeightsAreRefusedBeforeAnythingIsStored) {
