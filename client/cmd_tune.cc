@@ -55,13 +55,6 @@ void TuneGraph(const TuneFlags& f, const GraphSource& source, const DimBinding& 
   auto progress = [&](const TuneProgress& p) { bar.Update(p.phase, p.done, p.total); };
   TuneReport report;
   if (!f.remote.server.empty()) {
-    // A server keeps a task as Relay text (it tunes ONNX models without their weights too), so
-    // it would tune these weights as inputs and store plans measured without packing them once.
-    if (source.binds_params())
-      throw UserError(
-          "--params binds weights for local tunes only: a server keeps its tasks as Relay text, "
-          "which holds no weights. Tune with --local (query --server needs no weights: binding "
-          "changes no signature)");
     report = RemoteTune(f.remote, f.graph_path, source.TextForServer(graph, binding), graph,
                         options, f.target, progress);
   } else {

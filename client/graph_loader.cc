@@ -101,10 +101,10 @@ Graph GraphSource::BindParamFiles(Graph graph) const {
 }
 
 std::string GraphSource::TextForServer(const Graph& graph, const DimBinding& binding) const {
-  // Weights bound by --params stay here: they change no signature, so a lookup needs none.
-  // Unbound, the file travels as it is (an ONNX model's bytes are imported by the server); bound
-  // dims exist only here, so the bound graph travels as Relay text.
-  if (binding.empty()) return bytes_;
+  // Weights stay here (the server is told which parameters carry them: remote_client.cc). So an
+  // ONNX model travels as the Relay text of its import, not as its bytes, which are mostly
+  // initialisers (340 MB for BERT-base's encoder); static Relay travels as the file's own text.
+  if (binding.empty() && !onnx_) return bytes_;
   return PrintRelay(graph);
 }
 

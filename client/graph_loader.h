@@ -30,10 +30,9 @@ class GraphSource {
   // The concrete graph; UserError naming the dimension for a binding that does not fit.
   Graph Bind(const DimBinding& binding = {}) const;
   // What a server is sent for `graph` (this source bound by `binding`): the file's own text for
-  // static Relay, else the bound graph printed as Relay (the server knows no bindings or ONNX).
-  // Weights bound by --params are not sent (see `binds_params()`).
+  // static Relay, else `graph` printed as Relay (the server knows no bindings). Weights never
+  // travel: the request names the parameters that carry them (client/remote_client.cc).
   std::string TextForServer(const Graph& graph, const DimBinding& binding) const;
-  bool binds_params() const { return !params_.empty(); }
 
  private:
   Graph Import(const DimResolver* dims) const;

@@ -7,8 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "ir/bind_params.h"
 #include "ir/error.h"
 #include "ir/plan.h"
+#include "proto/ir_convert.h"
 #include "server/service/auth.h"
 #include "server/service/result_convert.h"
 
@@ -23,17 +25,23 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-// ONNX files travel as the model's bytes and the server imports them; the rest is Relay text,
-// including an ONNX model whose dims were bound here (printed Relay starts with "fn (", which an
-// ONNX protobuf never does: its first byte is a field tag).
+// ONNX model bytes are imported by the server; Relay text is parsed (printed Relay starts with
+// "fn (", which an ONNX protobuf never does: its first byte is a field tag). The parameters of
+// `graph` that carry weights are named with their types, never their values (the server tunes
+// them as constants; nothing there computes with them).
 void SetGraphSource(v1::GraphSource* source, const std::string& graph_name,
-                    const std::string& graph_text) {
+                    const std::string& graph_text, const Graph& graph) {
   if (graph_name.ends_with(".onnx") && !graph_text.starts_with("fn (")) {
     source->set_onnx_model(graph_text);
   } else {
     source->set_relay_text(graph_text);
   }
   source->set_name(graph_name);
+  for (const std::string& name : BoundParamNames(graph)) {
+    v1::BoundParam* p = source->add_bound_params();
+    p->set_name(name);
+    *p->mutable_type() = TensorTypeToProto(graph.value(*graph.FindByName(name)).type);
+  }
 }
 
 }  // namespace
@@ -128,7 +136,7 @@ TuneReport RemoteTune(const RemoteFlags& flags, const std::string& graph_name,
                       const std::string& target, const ProgressFn& progress) {
   RemoteClient client(flags);
   v1::SubmitTuneRequest request;
-  SetGraphSource(request.mutable_graph(), graph_name, graph_text);
+  SetGraphSource(request.mutable_graph(), graph_name, graph_text, graph);
   request.set_target(target.empty() ? "any" : target);
   *request.mutable_options() = TuneOptionsToProto(options);
   v1::SubmitTuneResponse submitted;
@@ -175,7 +183,7 @@ TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
                         std::vector<std::string>* missing, bool exact_only) {
   RemoteClient client(flags);
   v1::LookupBestRequest request;
-  SetGraphSource(request.mutable_graph(), graph_name, graph_text);
+  SetGraphSource(request.mutable_graph(), graph_name, graph_text, graph);
   request.set_target(target.empty() ? "any" : target);
   request.set_threads(options.threads);
   request.set_exact_only(exact_only);

@@ -119,10 +119,11 @@ inline bool IsTerminal(TaskState s) {
 struct TaskRecord {
   int64_t id = 0;  // assigned by CreateTask
   TaskState state = TaskState::kQueued;
-  std::string graph_text;    // the submitted graph (Relay text)
-  std::string options_json;  // the tune options as given
-  std::string target;        // a fingerprint or "any"
-  std::string client;        // who submitted it
+  std::string graph_text;                // the submitted graph (Relay text)
+  std::string options_json;              // the tune options as given
+  std::string bound_params_json = "[]";  // names of the parameters that carry weights
+  std::string target;                    // a fingerprint or "any"
+  std::string client;                    // who submitted it
   int64_t progress_done = 0;
   int64_t progress_total = 0;
   std::string error;        // why failed

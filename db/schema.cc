@@ -248,7 +248,17 @@ ALTER TABLE best_plans ADD COLUMN verified_at INTEGER;
 ALTER TABLE replaced_plans ADD COLUMN verified_at INTEGER;
 )sql";
 
-constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4, kStepV5};
+// v6: a task keeps which of its graph's parameters carry weights (`tune --server --params`, an
+// ONNX model's initialisers), so a task resumed after a restart tunes them as constants again:
+//   bound_params_json  a JSON array of the parameters' names, without '%'; graph_text holds their
+//                      types (the weights stay with the client: no part of a tune computes with
+//                      them). '[]' for the tasks stored before, which were tuned without weights.
+constexpr const char* kStepV6 = R"sql(
+ALTER TABLE tasks ADD COLUMN bound_params_json TEXT NOT NULL DEFAULT '[]'
+  CHECK (json_valid(bound_params_json));
+)sql";
+
+constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4, kStepV5, kStepV6};
 static_assert(std::size(kSteps) == kLatestSchemaVersion);
 
 }  // namespace

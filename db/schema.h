@@ -19,7 +19,7 @@ class Connection;
 // Written to PRAGMA application_id so a fusetune file is told apart from any other SQLite file
 // ("FTUN").
 inline constexpr int32_t kApplicationId = 0x4654554e;
-inline constexpr int kLatestSchemaVersion = 5;
+inline constexpr int kLatestSchemaVersion = 6;
 
 // Applies the steps after the file's version up to `target_version` (<= kLatestSchemaVersion).
 // Safe against another process migrating the same file at the same time. Runs with foreign keys

@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kTaskColumns =
     "id, state, graph_text, options_json, target, client, progress_done, progress_total, error, "
-    "result_json, created_at, updated_at";
+    "result_json, created_at, updated_at, bound_params_json";
 
 TaskRecord ReadTask(const Statement& st) {
   TaskRecord t;
@@ -28,6 +28,7 @@ TaskRecord ReadTask(const Statement& st) {
   t.result_json = st.Text(9);
   t.created_at = st.Int(10);
   t.updated_at = st.Int(11);
+  t.bound_params_json = st.Text(12);
   return t;
 }
 
@@ -40,12 +41,13 @@ int64_t JobQueue::CreateTask(const TaskRecord& task) {
     int64_t now = NowMs();
     Statement st = conn.Prepare(
         "INSERT INTO tasks (state, graph_text, options_json, target, client, progress_done, "
-        "progress_total, error, result_json, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "progress_total, error, result_json, created_at, updated_at, bound_params_json) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     st.BindAll(TaskStateName(task.state), task.graph_text,
                task.options_json.empty() ? std::string("{}") : task.options_json, task.target,
                task.client, task.progress_done, task.progress_total, task.error, task.result_json,
-               task.created_at ? task.created_at : now, task.updated_at ? task.updated_at : now);
+               task.created_at ? task.created_at : now, task.updated_at ? task.updated_at : now,
+               task.bound_params_json.empty() ? std::string("[]") : task.bound_params_json);
     st.Run();
     return conn.LastInsertRowId();
   });

@@ -54,4 +54,23 @@ Graph BindParams(const Graph& graph, const std::map<std::string, Tensor>& values
   return std::move(b).Build();
 }
 
+std::vector<std::string> BoundParamNames(const Graph& graph) {
+  std::vector<std::string> names;
+  for (ValueId p : graph.params())
+    if (graph.value(p).data) names.push_back(graph.value(p).name);
+  return names;
+}
+
+Graph BindParamPlaceholders(const Graph& graph, const std::map<std::string, TensorType>& types,
+                            const Limits& limits) {
+  std::map<std::string, Tensor> zeros_by_type;
+  std::map<std::string, Tensor> values;
+  for (const auto& [name, type] : types) {
+    auto [it, made] = zeros_by_type.try_emplace(type.ToString());
+    if (made) it->second = Tensor(type);
+    values.emplace(name, it->second);
+  }
+  return BindParams(graph, values, limits);
+}
+
 }  // namespace fusetune

@@ -1,7 +1,10 @@
 #include "server/service/request_checks.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
+#include "ir/bind_params.h"
 #include "ir/error.h"
 #include "ir/onnx/onnx_import.h"
 #include "ir/op.h"
@@ -39,8 +42,10 @@ Limits GraphLimits(const ServiceOptions& options) {
   return limits;
 }
 
-Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const char* field,
-                      std::string* text) {
+namespace {
+
+Graph GraphOfSource(const v1::GraphSource& source, const Limits& limits, const char* field,
+                    std::string* text) {
   std::string name = source.name().empty() ? std::string(field) : source.name();
   if (source.name().size() > 4096) throw UserError(fmt::format("{}.name: too long", field));
   switch (source.source_case()) {
@@ -53,7 +58,7 @@ Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const
     case v1::GraphSource::kOnnxModel: {
       if (source.onnx_model().empty()) throw UserError(fmt::format("{}.onnx_model: empty", field));
       Graph graph = ImportOnnx(source.onnx_model(), name, limits);
-      *text = PrintRelay(graph);  // what the task keeps; weights are not needed to tune
+      *text = PrintRelay(graph);  // the initialisers are kept as bound parameters' names
       return graph;
     }
     case v1::GraphSource::kGraph: {
@@ -63,6 +68,25 @@ Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const
     }
     default:
       throw UserError(fmt::format("{}: missing (set relay_text, onnx_model or graph)", field));
+  }
+}
+
+}  // namespace
+
+Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const char* field,
+                      std::string* text) {
+  Graph graph = GraphOfSource(source, limits, field, text);
+  if (source.bound_params().empty()) return graph;
+  const std::string where = fmt::format("{}.bound_params", field);
+  std::map<std::string, TensorType> types;
+  for (const v1::BoundParam& p : source.bound_params()) {
+    if (!types.emplace(p.name(), TensorTypeFromProto(p.type(), where + " %" + p.name())).second)
+      throw UserError(fmt::format("{}: %{} is given twice", where, p.name()));
+  }
+  try {
+    return BindParamPlaceholders(graph, types, limits);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: {}", where, e.what()));
   }
 }
 
@@ -176,6 +200,7 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
 Submission CheckSubmitTune(const v1::SubmitTuneRequest& request, const ServiceOptions& options) {
   Submission s;
   s.graph = GraphFromSource(request.graph(), GraphLimits(options), "graph", &s.graph_text);
+  s.bound_params = BoundParamNames(s.graph);
   if (s.graph.num_nodes() == 0)
     throw UserError("graph: has no operators to tune (its result is a parameter or constant)");
   s.graph_name = request.graph().name();

@@ -3,6 +3,7 @@
 // problem throws UserError (INVALID_ARGUMENT) with a message that names the field and, for Relay
 // text, the line and column. Handlers call these and nothing else decides what is valid.
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "proto/fusetune.pb.h"
@@ -14,7 +15,10 @@ namespace fusetune::service {
 Limits GraphLimits(const ServiceOptions& options);
 
 // A graph from a request: Relay text (parsed with `limits`), an ONNX model (imported with
-// `limits`) or the structured message. `*text` receives the Relay text the task will keep.
+// `limits`) or the structured message, with its `bound_params` bound to placeholders
+// (ir/bind_params.h; a name that is no parameter, or a type unlike the parameter's, is
+// INVALID_ARGUMENT). `*text` receives the Relay text the task will keep (without weights: the
+// task keeps the bound parameters' names beside it).
 Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const char* field,
                       std::string* text);
 
@@ -22,6 +26,7 @@ Graph GraphFromSource(const v1::GraphSource& source, const Limits& limits, const
 struct Submission {
   Graph graph;
   std::string graph_text;
+  std::vector<std::string> bound_params;  // parameters that carry weights (ir/bind_params.h)
   std::string graph_name;
   v1::TuneOptions options;
   std::string target;  // a fingerprint or "any"

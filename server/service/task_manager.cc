@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/bind_params.h"
 #include "ir/error.h"
 #include "ir/text/relay_parser.h"
 #include "server/service/queue_backend.h"
@@ -30,6 +31,27 @@ std::string ToJson(const google::protobuf::Message& message) {
 
 std::string OptionsJson(const Submission& s) {
   return json{{"graph_name", s.graph_name}, {"options", json::parse(ToJson(s.options))}}.dump();
+}
+
+// The task's graph as submitted: its Relay text, with the parameters that carried weights bound
+// again (to placeholders: the weights stayed with the client), so the search offers what it
+// offered a local tune of the same graph.
+Graph TaskGraph(const db::TaskRecord& task, const std::string& graph_name, const Limits& limits) {
+  Graph graph = ParseRelay(task.graph_text, graph_name, limits);
+  json names = json::parse(task.bound_params_json, nullptr, /*allow_exceptions=*/false);
+  if (!names.is_array())
+    throw UserError(
+        fmt::format("task {}: its stored bound parameters are not a JSON array", task.id));
+  std::map<std::string, TensorType> types;
+  for (const json& name : names) {
+    std::optional<ValueId> id =
+        name.is_string() ? graph.FindByName(name.get<std::string>()) : std::nullopt;
+    if (!id)
+      throw UserError(
+          fmt::format("task {}: bound parameter {} is not in its graph", task.id, name.dump()));
+    types.emplace(name.get<std::string>(), graph.value(*id).type);
+  }
+  return types.empty() ? std::move(graph) : BindParamPlaceholders(graph, types, limits);
 }
 
 }  // namespace
@@ -85,6 +107,7 @@ int64_t TaskManager::Submit(const Submission& s, const std::string& client) {
   task.state = db::TaskState::kQueued;
   task.graph_text = s.graph_text;
   task.options_json = OptionsJson(s);
+  task.bound_params_json = json(s.bound_params).dump();
   task.target = s.target;
   task.client = client;
   int64_t id = tasks_.CreateTask(task);
@@ -224,7 +247,7 @@ void TaskManager::RunTune(int64_t id, Live& live) {
   if (graph_name.empty()) graph_name = fmt::format("task {}", id);
   Limits limits = GraphLimits(options_);
   limits.max_text_bytes = std::max<int64_t>(limits.max_text_bytes, task->graph_text.size());
-  Graph graph = ParseRelay(task->graph_text, graph_name, limits);
+  Graph graph = TaskGraph(*task, graph_name, limits);
   TuneOptions tune_options = TuneOptionsFromProto(request_options, graph);
   std::string target = ResolveTarget(task->target, live);
   QueueBackend backend(work_, id, target, options_.max_attempts, live.interrupt);

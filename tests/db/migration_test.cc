@@ -216,5 +216,25 @@ TEST(Migration, VersionFourFileUpgradesWithNoPlanReVerified) {
   EXPECT_FALSE(file.cache.FindBestPlan(key)->verified_at.has_value());
 }
 
+// A v5 file's tasks were tuned without weights: they read back binding none, and a new task
+// keeps the names of its bound parameters.
+TEST(Migration, VersionFiveTasksReadBackWithNoBoundParameters) {
+  TempDir dir;
+  std::string path = dir.File("v5.db");
+  { Database v5(path, DatabaseOptions{.schema_version = 5}); }
+  RawExec(path,
+          "INSERT INTO tasks VALUES (1, 'queued', 'fn () { }', '{}', 'any', 'alice', 0, 0, '', "
+          "'', 1700000000100, 1700000000100);");
+
+  testing::OpenFile file(path);
+  EXPECT_EQ(file.db.schema_version(), kLatestSchemaVersion);
+  EXPECT_EQ(file.queue.FindTask(1)->bound_params_json, "[]");
+  TaskRecord task;
+  task.graph_text = "g";
+  task.target = "any";
+  task.bound_params_json = R"(["w","b"])";
+  EXPECT_EQ(file.queue.FindTask(file.queue.CreateTask(task))->bound_params_json, R"(["w","b"])");
+}
+
 }  // namespace
 }  // namespace fusetune::db

@@ -1,10 +1,18 @@
-// Weights bound with --params and a server: a server keeps its tasks as Relay text, so a remote
-// tune with bound weights is refused saying what to do (it would store plans measured without
-// them); a lookup needs no weights (binding changes no signature) and is answered.
+// A graph's weights and a server: a remote tune of a Relay graph with `--params DIR`, or of an ONNX
+// model with initialisers, tunes those weights as constants, as a local tune does: its denses are
+// measured with weights packed once (wpack), the plan it stores runs with the weights, and it keys
+// its regions as the local tune does. The weights themselves stay with the client (only the
+// parameters' names and types travel). Bad weights fail before anything is stored.
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
+#include "db/cache.h"
+#include "db/database.h"
+#include "db/job_queue.h"
 #include "ir/npy.h"
 #include "service_test_util.h"
+#include "tests/onnx/model_builder.h"
 
 namespace fusetune::testing {
 namespace {
@@ -15,36 +23,189 @@ const char* kDense = R"(fn (%x: Tensor[(32, 96), float32], %w: Tensor[(80, 96), 
 }
 )";
 
-TEST(ParamsAndAServer, ARemoteTuneWithBoundWeightsIsRefusedAndALookupIsAnswered) {
+const std::vector<std::string> kFast = {"--json", "--repeat", "2", "--min-repeat-ms", "1"};
+
+std::vector<std::string> Args(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+std::vector<std::string> MeasuredSchedules(const std::string& db_path) {
+  db::Database database(db_path);
+  db::Cache cache(database);
+  std::vector<std::string> schedules;
+  for (const db::MeasurementRecord& m : cache.ListMeasurements())
+    schedules.push_back(m.key.schedule);
+  return schedules;
+}
+
+bool AnyPacksWeightsOnce(const std::vector<std::string>& schedules) {
+  for (const std::string& s : schedules)
+    if (s.find("wpack=1") != std::string::npos) return true;
+  return false;
+}
+
+std::vector<std::string> RegionSignatures(const std::string& tune_json) {
+  std::vector<std::string> signatures;
+  for (const auto& r : nlohmann::json::parse(tune_json)["regions"])
+    signatures.push_back(r["signature"].get<std::string>());
+  return signatures;
+}
+
+size_t TaskCount(const std::string& address) {
+  auto stub = v1::Tuner::NewStub(Channel(address));
+  v1::ListTasksRequest request;
+  v1::ListTasksResponse response;
+  EXPECT_TRUE(stub->ListTasks(Ctx().get(), request, &response).ok());
+  return static_cast<size_t>(response.tasks_size());
+}
+
+TEST(ParamsAndAServer, ARemoteTuneMeasuresBoundWeightsPackedOnceAndKeysAsTheLocalTune) {
   TestDir dir;
   const std::string graph = dir.Write("dense.relay", kDense);
   const std::string params = dir.File("weights");
   std::filesystem::create_directories(params);
   WriteNpy(params + "/w.npy", Tensor::Random(TensorType{DType::kFloat32, {80, 96}}, 5));
-  ServerProcess server(dir, dir.File("farm.db"));
-
-  CommandResult tune =
-      RunFusetune(dir, {"tune", "--server", server.address(), "--params", params, graph});
-  EXPECT_EQ(tune.exit_code, 2);
-  EXPECT_NE(tune.err.find("--params binds weights for local tunes only"), std::string::npos)
-      << tune.err;
-  EXPECT_NE(tune.err.find("--local"), std::string::npos) << tune.err;
-
-  // Nothing stored yet: once a worker names the target, the lookup reaches the server and says
-  // the region has no plan (exit 3), the same answer as without --params.
+  const std::string farm_db = dir.File("farm.db");
+  ServerProcess server(dir, farm_db);
   Process worker({"worker", "--server", server.address(), "--id", "w1"}, dir.File("w1"));
-  CommandResult plain;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        plain = RunFusetune(dir, {"query", "--server", server.address(), graph});
-        return plain.exit_code == 3;
-      },
-      std::chrono::seconds(30)))
-      << plain.err << worker.Err();
-  CommandResult bound =
-      RunFusetune(dir, {"query", "--server", server.address(), "--params", params, graph});
-  EXPECT_EQ(bound.exit_code, 3) << bound.err;
+
+  CommandResult remote = RunFusetune(
+      dir, Args({"tune", "--server", server.address(), "--params", params, graph}, kFast), {},
+      std::chrono::seconds(120));
+  ASSERT_EQ(remote.exit_code, 0) << remote.err << worker.Err();
+  EXPECT_TRUE(AnyPacksWeightsOnce(MeasuredSchedules(farm_db)))
+      << "the farm offers wpack for a bound weight, as a local tune does";
+  // The task keeps which parameters carried weights (a resumed task binds them again).
+  {
+    db::Database database(farm_db);
+    db::JobQueue queue(database);
+    std::vector<db::TaskRecord> tasks = queue.ListTasks();
+    ASSERT_EQ(tasks.size(), 1u);
+    EXPECT_EQ(tasks[0].bound_params_json, R"(["w"])");
+    EXPECT_EQ(tasks[0].graph_text.find("w.npy"), std::string::npos);
+  }
+
+  // The plan the farm stored runs here with the weights, checked against the interpreter.
+  CommandResult run = RunFusetune(
+      dir, {"run", "--plan", "tuned", "--db", farm_db, "--params", params, "--json", graph});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_LT(nlohmann::json::parse(run.out)["max_abs_error"].get<double>(), 1e-4) << run.out;
+
+  // A local tune of the same graph and weights measures wpack too and keys the same regions;
+  // binding changes no key, locally or remotely, so a query with or without --params is one
+  // answer.
+  const std::string local_db = dir.File("local.db");
+  CommandResult local = RunFusetune(
+      dir, Args({"tune", "--local", "--db", local_db, "--params", params, graph}, kFast), {},
+      std::chrono::seconds(120));
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_TRUE(AnyPacksWeightsOnce(MeasuredSchedules(local_db)));
+  EXPECT_EQ(RegionSignatures(remote.out), RegionSignatures(local.out));
+  CommandResult bound = RunFusetune(
+      dir, {"query", "--server", server.address(), "--params", params, "--json", graph});
+  CommandResult plain = RunFusetune(dir, {"query", "--server", server.address(), "--json", graph});
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
   EXPECT_EQ(bound.out, plain.out);
+  CommandResult local_query =
+      RunFusetune(dir, {"query", "--db", local_db, "--params", params, "--json", graph});
+  ASSERT_EQ(local_query.exit_code, 0) << local_query.err;
+  EXPECT_EQ(RegionSignatures(bound.out), RegionSignatures(local_query.out));
+}
+
+TEST(ParamsAndAServer, ARemoteTuneOfAnOnnxModelKeepsItsInitialisers) {
+  TestDir dir;
+  ModelBuilder m;
+  m.Input("x", {32, 96}).Output("y", {32, 80});
+  m.Initializer("w", {96, 80}, std::vector<float>(96 * 80, 0.01f));
+  m.Node("MatMul", {"x", "w"}, {"h"});
+  m.Node("Tanh", {"h"}, {"y"});
+  const std::string model = dir.Write("dense.onnx", m.Bytes());
+  const std::string farm_db = dir.File("farm.db");
+  ServerProcess server(dir, farm_db);
+  Process worker({"worker", "--server", server.address(), "--id", "w1"}, dir.File("w1"));
+
+  CommandResult remote =
+      RunFusetune(dir, Args({"tune", "--server", server.address(), model}, kFast), {},
+                  std::chrono::seconds(120));
+  ASSERT_EQ(remote.exit_code, 0) << remote.err << worker.Err();
+  EXPECT_TRUE(AnyPacksWeightsOnce(MeasuredSchedules(farm_db)))
+      << "an initialiser is a constant of the graph on the server too";
+  CommandResult run =
+      RunFusetune(dir, {"run", "--plan", "tuned", "--db", farm_db, "--json", model});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_LT(nlohmann::json::parse(run.out)["max_abs_error"].get<double>(), 1e-4) << run.out;
+
+  // A client that sends the model's bytes (the Python client): the server imports it and keeps
+  // the initialisers' names as the CLI's request named them.
+  auto stub = v1::Tuner::NewStub(Channel(server.address()));
+  v1::SubmitTuneRequest request;
+  request.mutable_graph()->set_onnx_model(m.Bytes());
+  request.mutable_options()->set_retune(true);
+  v1::SubmitTuneResponse submitted;
+  ASSERT_TRUE(stub->SubmitTune(Ctx().get(), request, &submitted).ok());
+  EXPECT_EQ(WaitForTask(*stub, submitted.task_id(), std::chrono::seconds(120)).state(),
+            v1::TASK_STATE_DONE);
+  db::Database database(farm_db);
+  db::JobQueue queue(database);
+  std::vector<db::TaskRecord> tasks = queue.ListTasks();
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_NE(tasks[0].bound_params_json, "[]");
+  EXPECT_EQ(tasks[1].bound_params_json, tasks[0].bound_params_json);
+}
+
+TEST(ParamsAndAServer, BadWeightsAreRefusedBeforeAnythingIsStored) {
+  TestDir dir;
+  const std::string graph = dir.Write("dense.relay", kDense);
+  ServerProcess server(dir, dir.File("farm.db"));
+  auto tune = [&](const std::string& params) {
+    return RunFusetune(dir, {"tune", "--server", server.address(), "--params", params, graph});
+  };
+
+  CommandResult missing = tune(dir.File("no_such_dir"));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no_such_dir: not a directory"), std::string::npos) << missing.err;
+
+  const std::string unreadable = dir.File("unreadable");
+  std::filesystem::create_directories(unreadable);
+  dir.Write("unreadable/w.npy", "not an npy file");
+  CommandResult garbled = tune(unreadable);
+  EXPECT_EQ(garbled.exit_code, 2);
+  EXPECT_NE(garbled.err.find("w.npy"), std::string::npos) << garbled.err;
+
+  const std::string misshapen = dir.File("misshapen");
+  std::filesystem::create_directories(misshapen);
+  WriteNpy(misshapen + "/w.npy", Tensor::Random(TensorType{DType::kFloat32, {80, 95}}, 5));
+  CommandResult shape = tune(misshapen);
+  EXPECT_EQ(shape.exit_code, 2);
+  EXPECT_NE(shape.err.find("the value for parameter %w is Tensor[(80, 95), float32]"),
+            std::string::npos)
+      << shape.err;
+
+  // The same mistakes from another client reach the server: INVALID_ARGUMENT, saying which.
+  auto stub = v1::Tuner::NewStub(Channel(server.address()));
+  auto submit = [&](const std::string& name, std::vector<int64_t> shape) {
+    v1::SubmitTuneRequest request;
+    request.mutable_graph()->set_relay_text(kDense);
+    v1::BoundParam* p = request.mutable_graph()->add_bound_params();
+    p->set_name(name);
+    p->mutable_type()->set_dtype(v1::DTYPE_FLOAT32);
+    for (int64_t d : shape) p->mutable_type()->add_shape(d);
+    v1::SubmitTuneResponse response;
+    return stub->SubmitTune(Ctx().get(), request, &response);
+  };
+  grpc::Status wrong_type = submit("w", {80, 95});
+  EXPECT_EQ(wrong_type.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(wrong_type.error_message().find("graph.bound_params: the value for parameter %w is "
+                                            "Tensor[(80, 95), float32], the parameter is "
+                                            "Tensor[(80, 96), float32]"),
+            std::string::npos)
+      << wrong_type.error_message();
+  grpc::Status no_such = submit("v", {80, 96});
+  EXPECT_EQ(no_such.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(no_such.error_message().find("there is no parameter %v to bind"), std::string::npos)
+      << no_such.error_message();
+  EXPECT_EQ(TaskCount(server.address()), 0u) << "no task was stored";
 }
 
 }  // namespace
