@@ -36,18 +36,25 @@ inline bool FasterBeyondNoise(double a_us, double a_rel_error, double b_us, doub
 // back to back in one job, alone on the worker, in an order rotated per round, and a win must hold
 // in a sign test over the rounds, which by itself bounds the chance that a plan no faster wins
 // (any per-round threshold above 0 only makes it rarer). The round's threshold then only sets
-// aside differences inside the timings' own spread: one combined standard error, at least 1%.
+// aside differences inside the timings' own spread: one combined standard error, at least 1%
+// (and at most the ceiling, as above).
 // With the rule above (3%, two standard errors) a plan 4-6% faster lost most rounds: BERT's denses
 // on weights packed once (4-13% faster alone) were kept in no region at S=256, "searched
 // schedules 1.04× vs greedy on defaults, within noise" (BENCHMARKS.md, "Decisions against noise").
 inline constexpr double kRoundNoiseFloor = 0.01;
 inline bool RoundWon(double a_us, double a_rel_error, double b_us, double b_rel_error) {
-  return a_us * (1 + std::max(kRoundNoiseFloor, std::hypot(a_rel_error, b_rel_error))) < b_us;
+  return a_us * (1 + std::clamp(std::hypot(a_rel_error, b_rel_error), kRoundNoiseFloor,
+                                kNoiseCeiling)) <
+         b_us;
 }
-// A round whose timings spread to the ceiling was disturbed (a burst of load) and says nothing
-// about either plan: the sign test leaves it out, as a tie, instead of counting it as a loss.
-inline bool RoundDisturbed(double a_rel_error, double b_rel_error) {
-  return 2 * std::hypot(a_rel_error, b_rel_error) >= kNoiseCeiling;
+// A round whose timings spread to the ceiling (a burst of load) says nothing about two plans
+// within the ceiling of each other: the sign test leaves it out, as a tie, instead of counting it
+// as a loss. One plan faster than the other beyond the ceiling is still a win or a loss (a fused
+// chain several times faster than its unfused plan wins even on a loaded machine). Both ways
+// alike, so for two plans of one speed wins and losses stay equally likely.
+inline bool RoundDisturbed(double a_us, double a_rel_error, double b_us, double b_rel_error) {
+  return 2 * std::hypot(a_rel_error, b_rel_error) >= kNoiseCeiling &&
+         a_us * (1 + kNoiseCeiling) >= b_us && b_us * (1 + kNoiseCeiling) >= a_us;
 }
 
 }  // namespace fusetune

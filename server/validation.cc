@@ -51,9 +51,7 @@ Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int 
   for (const RoundFigures& r : rounds) {
     const double a = r.us[challenger], b = r.us[kept];
     ratios.push_back(b / a);
-    // Which rounds are left out depends on the spread, not on which plan was faster, so for two
-    // plans of one speed wins and losses stay equally likely.
-    if (RoundDisturbed(r.rel_error[challenger], r.rel_error[kept])) {
+    if (RoundDisturbed(a, r.rel_error[challenger], b, r.rel_error[kept])) {
       ++c.disturbed;
       continue;
     }

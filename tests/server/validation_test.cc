@@ -135,10 +135,16 @@ TEST(NoiseRule, RoundsWhoseTimingsSpreadToTheCeilingAreLeftOutNotLost) {
   // Two identical plans with every round disturbed: greedy kept, after every round allowed.
   auto noisy = Rounds(kMaxRounds, 100, 100, 300);
   for (RoundFigures& r : noisy) r.rel_error[kTuned] = 0.4;
-  noisy[3].us[kTuned] = 50;  // even a round that reads 2x faster
+  noisy[3].us[kTuned] = 50;  // one round 2x faster counts: 1 of 1 is no sign test's win
   d = DecideThreeWay(noisy, kDistinct);
   EXPECT_EQ(d.chosen, kGreedy) << d.text;
   EXPECT_TRUE(d.settled);
+  // A plan 3x faster than the other beyond the ceiling wins however much its timings spread.
+  auto clear = Rounds(5, 33, 100, 300);
+  for (RoundFigures& r : clear) r.rel_error[kTuned] = 0.4;
+  d = DecideThreeWay(clear, kDistinct);
+  EXPECT_EQ(d.chosen, kTuned) << d.text;
+  EXPECT_NE(d.text.find("beyond noise (5 of 5 rounds)"), std::string::npos) << d.text;
 }
 
 TEST(NoiseRule, OneRoundDisturbedInFavourOfAPlanDoesNotMakeItWin) {
