@@ -11,12 +11,15 @@
 #include "db/database.h"
 #include "ir/npy.h"
 #include "tests/cli/run_command.h"
+#include "tests/db/measured_schedules.h"
 
 namespace fusetune {
 namespace {
 
 using testing::RunFusetune;
 using testing::TempDb;
+using testing::AnyPacksWeightsOnce;
+using testing::MeasuredSchedules;
 using testing::WriteTempFile;
 
 const char* kDense = R"(fn (%x: Tensor[(32, 96), float32], %w: Tensor[(80, 96), float32],
@@ -89,21 +92,6 @@ TEST(ParamsCli, RunComputesWithTheBoundWeightsAndTheSignatureStays) {
   EXPECT_TRUE(listed[2]["bound"].get<bool>()) << "%b";
   EXPECT_EQ(nlohmann::json::parse(plain.out)["signature"],
             nlohmann::json::parse(with.out)["signature"]);
-}
-
-std::vector<std::string> MeasuredSchedules(const std::string& db_path) {
-  db::Database database(db_path);
-  db::Cache cache(database);
-  std::vector<std::string> schedules;
-  for (const db::MeasurementRecord& m : cache.ListMeasurements())
-    schedules.push_back(m.key.schedule);
-  return schedules;
-}
-
-bool AnyPacksWeightsOnce(const std::vector<std::string>& schedules) {
-  for (const std::string& s : schedules)
-    if (s.find("wpack=1") != std::string::npos) return true;
-  return false;
 }
 
 TEST(ParamsCli, TuneMeasuresWeightsPackedOnceOnlyWhenTheWeightsAreBound) {

@@ -12,6 +12,7 @@
 #include "db/job_queue.h"
 #include "ir/npy.h"
 #include "service_test_util.h"
+#include "tests/db/measured_schedules.h"
 #include "tests/onnx/model_builder.h"
 
 namespace fusetune::testing {
@@ -28,21 +29,6 @@ const std::vector<std::string> kFast = {"--json", "--repeat", "2", "--min-repeat
 std::vector<std::string> Args(std::vector<std::string> head, const std::vector<std::string>& tail) {
   head.insert(head.end(), tail.begin(), tail.end());
   return head;
-}
-
-std::vector<std::string> MeasuredSchedules(const std::string& db_path) {
-  db::Database database(db_path);
-  db::Cache cache(database);
-  std::vector<std::string> schedules;
-  for (const db::MeasurementRecord& m : cache.ListMeasurements())
-    schedules.push_back(m.key.schedule);
-  return schedules;
-}
-
-bool AnyPacksWeightsOnce(const std::vector<std::string>& schedules) {
-  for (const std::string& s : schedules)
-    if (s.find("wpack=1") != std::string::npos) return true;
-  return false;
 }
 
 std::vector<std::string> RegionSignatures(const std::string& tune_json) {
