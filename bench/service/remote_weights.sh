@@ -36,13 +36,7 @@ fi
 INPUTS=$WORK/bert/weights_as_inputs.relay
 "$AFTER" check "$MODEL" | grep -v '^signature: ' > "$INPUTS"
 
-PIDS=()
-cleanup() {  # only the processes this script started, by their ids
-  for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; done
-  PIDS=()
-}
-trap cleanup EXIT
+. "$ROOT/bench/service/farm.sh"
 
 seconds_since() {
   /usr/bin/python3 -c 'import sys,time; print(round(time.time() - float(sys.argv[1]), 1))' "$1"
@@ -50,24 +44,12 @@ seconds_since() {
 
 # farm NAME GRAPH: a fresh store NAME.db, serve, one worker, the tune; prints its wall seconds.
 farm() {
-  local name=$1 graph=$2 bin=$AFTER db=$WORK/$1.db
-  rm -f "$db" "$db-wal" "$db-shm"
-  "$bin" serve --listen 127.0.0.1:0 --db "$db" > "$WORK/$name.serve.out" 2> "$WORK/$name.serve.err" &
-  PIDS+=($!)
-  local address=""
-  for _ in $(seq 100); do
-    address=$(grep -o 'listening on 127\.0\.0\.1:[0-9]*' "$WORK/$name.serve.out" 2>/dev/null |
-              sed 's/listening on //') || true
-    [ -n "$address" ] && break
-    sleep 0.1
-  done
-  [ -n "$address" ] || { echo "serve did not start: $(cat "$WORK/$name.serve.err")" >&2; exit 1; }
+  local name=$1 graph=$2 bin=$AFTER
+  start_serve "$bin" "$WORK/$name.db" "$WORK/$name.serve.out" "$WORK/$name.serve.err"
+  local address=$SERVE_ADDRESS
   "$bin" worker --server "$address" --id w0 > /dev/null 2> "$WORK/$name.worker.err" &
   PIDS+=($!)
-  for _ in $(seq 100); do
-    [ "$("$bin" workers --server "$address" --json | grep -c '"id"')" -ge 1 ] && break
-    sleep 0.1
-  done
+  wait_for_workers "$bin" "$address" 1
   local start
   start=$(date +%s.%N)
   "$bin" tune --server "$address" --threads 1 --json "$graph" > "$WORK/$name.json" \

@@ -31,38 +31,19 @@ if [ ! -f "$MODEL" ]; then
   /usr/bin/python3 "$ROOT/bench/bert/export_bert.py" --out "$WORK/bert" --seq 128
 fi
 
-PIDS=()
-cleanup() {  # only the processes this script started, by their ids
-  for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; done
-  PIDS=()
-}
-trap cleanup EXIT
+. "$ROOT/bench/service/farm.sh"
 
 # farm N: a fresh store, serve, N pinned workers; prints the tune's wall seconds.
 farm() {
-  local n=$1 db=$WORK/farm$1.db
-  rm -f "$db" "$db-wal" "$db-shm"
-  "$FUSETUNE" serve --listen 127.0.0.1:0 --db "$db" \
-    > "$WORK/serve$n.out" 2> "$WORK/serve$n.err" &
-  PIDS+=($!)
-  local address=""
-  for _ in $(seq 100); do
-    address=$(grep -o 'listening on 127\.0\.0\.1:[0-9]*' "$WORK/serve$n.out" 2>/dev/null |
-              sed 's/listening on //') || true
-    [ -n "$address" ] && break
-    sleep 0.1
-  done
-  [ -n "$address" ] || { echo "serve did not start: $(cat "$WORK/serve$n.err")" >&2; exit 1; }
+  local n=$1
+  start_serve "$FUSETUNE" "$WORK/farm$n.db" "$WORK/serve$n.out" "$WORK/serve$n.err"
+  local address=$SERVE_ADDRESS
   for i in $(seq 0 $((n - 1))); do
     taskset -c "${CPU_LIST[$i]}" "$FUSETUNE" worker --server "$address" --threads 1 \
       --id "w$i" > /dev/null 2> "$WORK/worker$n.$i.err" &
     PIDS+=($!)
   done
-  for _ in $(seq 100); do
-    [ "$("$FUSETUNE" workers --server "$address" --json | grep -c '"id"')" -ge "$n" ] && break
-    sleep 0.1
-  done
+  wait_for_workers "$FUSETUNE" "$address" "$n"
   local start end
   start=$(date +%s.%N)
   if ! "$FUSETUNE" tune --server "$address" --threads 1 --json "$MODEL" > "$WORK/tune$n.json"; then
