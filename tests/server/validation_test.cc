@@ -131,7 +131,6 @@ TEST(NoiseRule, RoundsWhoseTimingsSpreadToTheCeilingAreLeftOutNotLost) {
   d = DecideThreeWay(rounds, kDistinct);
   EXPECT_EQ(d.chosen, kTuned) << d.text;
   EXPECT_NE(d.text.find("beyond noise (5 of 5 rounds, 2 disturbed)"), std::string::npos) << d.text;
-  // Counted as losses, as before, they would have settled it for greedy after those two rounds.
   // Two identical plans with every round disturbed: greedy kept, after every round allowed.
   auto noisy = Rounds(kMaxRounds, 100, 100, 300);
   for (RoundFigures& r : noisy) r.rel_error[kTuned] = 0.4;
