@@ -16,10 +16,10 @@
 namespace fusetune {
 namespace {
 
-using testing::RunFusetune;
-using testing::TempDb;
 using testing::AnyPacksWeightsOnce;
 using testing::MeasuredSchedules;
+using testing::RunFusetune;
+using testing::TempDb;
 using testing::WriteTempFile;
 
 const char* kDense = R"(fn (%x: Tensor[(32, 96), float32], %w: Tensor[(80, 96), float32],
