@@ -89,6 +89,7 @@ bool GroupWork::Add(Schedule schedule, const TuneCache& cache) {
 }
 
 size_t GroupWork::best_index() const {
+  if (dueled) return *dueled;
   // A default schedule that failed or was not measured leaves the fastest that ran.
   if (!std::isfinite(median_us[0]))
     return std::min_element(median_us.begin(), median_us.end()) - median_us.begin();

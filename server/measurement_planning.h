@@ -9,6 +9,7 @@
 // that the schedule search (server/schedule_search.h) measures under its per-region budget.
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,8 +37,11 @@ struct GroupWork {
   std::vector<bool> known;           // per schedule: a stored or fresh measurement exists
   std::vector<Schedule> candidates;  // the rest of the space, best ranked first: not yet planned
   double benefit = 0;                // roofline estimate of what fusing saves (µs)
-  // The schedule used: the default (the first) unless another is faster beyond the noise of the
-  // two measurements (server/noise.h), then the fastest such. best_us() is its time.
+  // The schedule that beat the default in paired rounds (server/schedule_duels.h).
+  std::optional<size_t> dueled;
+  // The schedule used: the duel's winner; else the default (the first) unless another is faster
+  // beyond the noise of the two measurements (server/noise.h), then the fastest such. best_us()
+  // is its time.
   size_t best_index() const;
   double best_us() const { return median_us[best_index()]; }
   Schedule best_schedule() const { return schedules[best_index()]; }
@@ -87,10 +91,6 @@ struct MeasurementPlan {
   // order mattered (a warm-only tune), so the ranker was neither asked nor trained.
   std::string ranking;
 };
-
-// The job that measures schedules `missing` (indices into gw.schedules, in this order) of one
-// group.
-PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missing);
 
 // `unsearched`: regions of `to_search` that are planned only to be validated, never searched
 // (a warm-only start's, server/warm_start.h). Their figures are the same as if searched, but a

@@ -12,8 +12,8 @@ namespace {
 nlohmann::json Us(double us) { return std::isfinite(us) ? nlohmann::json(us) : nlohmann::json(); }
 
 // {"stages_s": {"measuring": 12.1, ...}, "jobs_ms": {"compile_ms": ..., ...},
-// "schedule_ranking": "learned"}: what the tune's seconds were spent on (issue 12's breakdown);
-// empty objects and null for an answer from the cache.
+// "schedule_ranking": "learned", "schedule_duels": [...]}: what the tune's seconds were spent on
+// (issue 12's breakdown); empty objects and null for an answer from the cache.
 nlohmann::json Breakdown(const TuneReport& report) {
   nlohmann::json stages = nlohmann::json::object(), jobs = nlohmann::json::object();
   for (const auto& [stage, seconds] : report.stage_seconds) stages[stage] = seconds;
@@ -21,7 +21,18 @@ nlohmann::json Breakdown(const TuneReport& report) {
     for (const PhaseField& f : kPhaseFields) jobs[f.name] = report.job_phases.*f.figure;
   nlohmann::json ranking;
   if (!report.schedule_ranking.empty()) ranking = report.schedule_ranking;
-  return {{"stages_s", stages}, {"jobs_ms", jobs}, {"schedule_ranking", ranking}};
+  nlohmann::json duels = nlohmann::json::array();
+  for (const ScheduleDuel& d : report.duels)
+    duels.push_back({{"group", d.group},
+                     {"ops", d.ops},
+                     {"schedule", d.schedule},
+                     {"decision", d.decision},
+                     {"rounds", d.rounds},
+                     {"won", d.won}});
+  return {{"stages_s", stages},
+          {"jobs_ms", jobs},
+          {"schedule_ranking", ranking},
+          {"schedule_duels", duels}};
 }
 }  // namespace
 

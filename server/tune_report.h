@@ -52,6 +52,16 @@ struct RegionReport {
   std::vector<PlanChange> changes;
 };
 
+// A group's fastest schedule timed against its default in paired rounds (server/schedule_duels.h).
+struct ScheduleDuel {
+  std::string group;  // its nodes, "%3, %4"
+  std::vector<std::string> ops;
+  std::string schedule;  // the challenger
+  std::string decision;  // "schedule 1.05× vs default schedule, beyond noise (5 of 5 rounds): ..."
+  int rounds = 0;
+  bool won = false;
+};
+
 struct TuneReport {
   std::string target;
   int threads = 1;
@@ -76,6 +86,7 @@ struct TuneReport {
   // or "none" when no order mattered (a warm-only tune: no ranker trained); "" when nothing was
   // planned (an answer from the cache).
   std::string schedule_ranking;
+  std::vector<ScheduleDuel> duels;
 };
 
 // The `tune --json` shape of docs/architecture.md.

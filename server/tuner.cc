@@ -2,6 +2,7 @@
 // stage logs what it decided at --log-level debug, so a user can follow why a plan won.
 #include "server/tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -16,6 +17,7 @@
 #include "server/region_formation.h"
 #include "server/report_assembly.h"
 #include "server/request_policy.h"
+#include "server/schedule_duels.h"
 #include "server/schedule_search.h"
 #include "server/stored_plans.h"
 #include "server/tune_cache.h"
@@ -59,7 +61,11 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
         MeasureWithScheduleSearch(graph, plan, runner, cache, options.search.schedule_budget);
     std::vector<RegionWinner> winners = warm.final_winners;
     if (!plan.regions.empty()) {
-      const std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);
+      std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);
+      report.duels = DuelSchedules(graph, tuned, plan, runner);
+      if (std::any_of(report.duels.begin(), report.duels.end(),
+                      [](const ScheduleDuel& d) { return d.won; }))
+        tuned = ChooseTunedPlans(graph, regions, plan);
       for (RegionWinner& w : ValidateRegions(policy, regions, plan, tuned, runner))
         winners.push_back(std::move(w));
     }

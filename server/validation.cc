@@ -215,7 +215,8 @@ NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int 
 }
 
 std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, JobRunner& runner,
-                                          const std::string& phase, const SlotOrder& order) {
+                                          const std::string& phase, const SlotOrder& order,
+                                          const SlotLabels* labels) {
   // Per way: its distinct plans (named by the simplest slot holding each) and which slot is which.
   struct Prepared {
     std::string graph_text;
@@ -241,7 +242,9 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
     }
     prep[i].graph_text = PrintRelay(*ways[i].graph);
     const std::optional<Plan>&tuned = ways[i].plans[kTuned], &greedy = ways[i].plans[kGreedy];
-    if (tuned && greedy && SameGrouping(*tuned, *greedy) && !SamePlan(*tuned, *greedy))
+    if (labels)
+      prep[i].labels = labels;
+    else if (tuned && greedy && SameGrouping(*tuned, *greedy) && !SamePlan(*tuned, *greedy))
       prep[i].labels = &kScheduleLabels;
     prep[i].failed.assign(distinct.size(), false);
   }

@@ -116,10 +116,11 @@ struct ThreeWayResult {
 // Times the plans of every ThreeWay in paired rounds (see above), as the progress phase `phase`,
 // and decides each. A plan equal to another of its graph (the tuned plan is often the greedy one)
 // is timed once and shares its figures. A tuned plan with the greedy plan's grouping on other
-// schedules is compared under kScheduleLabels.
+// schedules is compared under kScheduleLabels, unless `labels` names the plans of every way.
 std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, JobRunner& runner,
                                           const std::string& phase,
-                                          const SlotOrder& order = kSimplestFirst);
+                                          const SlotOrder& order = kSimplestFirst,
+                                          const SlotLabels* labels = nullptr);
 
 // The validated winner of one searched region.
 struct RegionWinner {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/fusion.h"
+#include "ir/plan.h"
 #include "ir/text/relay_parser.h"
 #include "server/measurement_backend.h"
 

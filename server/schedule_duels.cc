@@ -1,0 +1,97 @@
+#include "server/schedule_duels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "ir/text/signature.h"
+#include "server/noise.h"
+#include "server/stage_log.h"
+#include "server/validation.h"
+
+namespace fusetune {
+namespace {
+
+inline constexpr SlotLabels kDuelLabels = {"schedule", "default schedule", "unfused"};
+
+// The group's fastest schedule by median when it is not the one plan choice uses and is at
+// least the round noise floor faster than the default.
+std::optional<size_t> Challenger(const GroupWork& gw) {
+  if (gw.schedules.size() < 2 || gw.dueled || gw.best_index() != 0 ||
+      !std::isfinite(gw.median_us[0]))
+    return std::nullopt;
+  const size_t fastest =
+      std::min_element(gw.median_us.begin(), gw.median_us.end()) - gw.median_us.begin();
+  if (fastest == 0 || !(gw.median_us[fastest] * (1 + kRoundNoiseFloor) < gw.median_us[0]))
+    return std::nullopt;
+  return fastest;
+}
+
+}  // namespace
+
+std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
+                                        const std::vector<std::optional<Plan>>& tuned,
+                                        MeasurementPlan& plan, JobRunner& runner) {
+  struct Entry {
+    GroupWork* gw;
+    size_t challenger;
+    double saving_us;
+  };
+  std::vector<Entry> entries;
+  std::set<std::string> seen;
+  for (const std::optional<Plan>& p : tuned) {
+    if (!p) continue;
+    for (const PlanGroup& pg : p->groups) {
+      const std::string sig = Signature(graph, pg.nodes);
+      auto it = plan.groups.find(sig);
+      if (it == plan.groups.end() || plan.pruned.count(sig) || !seen.insert(sig).second) continue;
+      GroupWork& gw = it->second;
+      if (std::optional<size_t> c = Challenger(gw))
+        entries.push_back({&gw, *c, gw.median_us[0] - gw.median_us[*c]});
+    }
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.saving_us > b.saving_us; });
+  if (entries.size() > static_cast<size_t>(kMaxDuels)) entries.resize(kMaxDuels);
+  if (entries.empty()) return {};
+
+  // Each group as a graph of its own, as its candidate jobs timed it (JobFor).
+  std::deque<Subgraph> subs;
+  std::vector<ThreeWay> ways;
+  for (const Entry& e : entries) {
+    const CanonicalForm& canon = e.gw->canon;
+    subs.push_back(ExtractSubgraph(graph, canon.inputs, canon.nodes, canon.outputs));
+    std::vector<ValueId> all;
+    for (ValueId v : canon.nodes) all.push_back(subs.back().ToSub(v));
+    std::sort(all.begin(), all.end());
+    ThreeWay way;
+    way.graph = &subs.back().graph;
+    way.plans[kTuned] = Plan{"tuned", {{all, e.gw->schedules[e.challenger]}}};
+    way.plans[kGreedy] = Plan{"greedy", {{all, e.gw->schedules[0]}}};
+    ways.push_back(std::move(way));
+  }
+  const std::vector<ThreeWayResult> results =
+      TimeThreeWays(ways, runner, "dueling schedules", kSimplestFirst, &kDuelLabels);
+
+  std::vector<ScheduleDuel> out;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    GroupWork& gw = *entries[i].gw;
+    ScheduleDuel duel;
+    duel.group = NodesText(graph, gw.group.nodes);
+    duel.ops = OpsOf(graph, gw.group.nodes);
+    duel.schedule = gw.schedules[entries[i].challenger].ToString();
+    duel.decision = results[i].decision;
+    duel.rounds = results[i].rounds;
+    duel.won = results[i].chosen == kTuned;
+    if (duel.won) gw.dueled = entries[i].challenger;
+    spdlog::debug("{} ({}): schedule '{}' against the default in {} paired rounds: {}", duel.group,
+                  fmt::join(duel.ops, ", "), duel.schedule, duel.rounds, duel.decision);
+    out.push_back(std::move(duel));
+  }
+  return out;
+}
+
+}  // namespace fusetune

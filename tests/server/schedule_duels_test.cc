@@ -1,0 +1,113 @@
+// Schedule duels (server/schedule_duels.h): a group's fastest schedule that the unpaired rule
+// left out is timed against the default in paired rounds, and kept only if it wins them. The
+// backend times kernels by a bytes model in which one schedule is made faster, in the candidate
+// jobs, in the duel's rounds, or in both, so every outcome can be asserted.
+#include <gtest/gtest.h>
+
+#include "db/cache.h"
+#include "db/database.h"
+#include "ir/text/relay_parser.h"
+#include "model_backend.h"
+#include "server/tuner.h"
+#include "temp_store_test.h"
+
+namespace fusetune {
+namespace {
+
+const char* kChain = R"(fn (%x: Tensor[(64, 64), float32]) {
+  %0 = exp(%x);
+  negative(%0)
+})";
+
+bool IsDuel(const MeasureJob& job) {
+  bool tuned = false, unfused = false;
+  for (const JobPlan& p : job.plans) {
+    tuned |= p.name == "tuned";
+    unfused |= p.name == "unfused";
+  }
+  return tuned && !unfused;
+}
+
+// vector=8 (the schedule ranked right after the default) runs `candidate` times the default's
+// time in the candidate jobs and `paired` times it in the duel's rounds and the validation.
+struct VectorBackend : ModelBackend {
+  VectorBackend(double candidate, double paired) {
+    adjust = [=](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+      const bool candidate_job = job.plans.empty() || job.plans[0].name[0] == 's';
+      t.median_us = 0;
+      for (size_t i = 0; i < plan.groups.size(); ++i) {
+        if (plan.groups[i].schedule.Get("vector", 16) == 8)
+          t.kernel_us[i] *= candidate_job ? candidate : paired;
+        t.median_us += t.kernel_us[i];
+      }
+      t.repeat = 5;
+    };
+  }
+  int duel_jobs() const {
+    int n = 0;
+    for (const MeasureJob& job : seen) n += IsDuel(job);
+    return n;
+  }
+};
+
+class ScheduleDuels : public TempStoreTest {
+ protected:
+  TuneReport TuneChain(VectorBackend& backend) {
+    db::Database database(path_.string());
+    db::Cache store(database);
+    TuneOptions options;
+    options.search.schedule_budget = 0;  // the default and vector=8, nothing else
+    return Tune(ParseRelay(kChain, "chain.relay"), options, store, backend);
+  }
+};
+
+TEST_F(ScheduleDuels, AScheduleTwoPercentFasterWinsItsDuelAndEntersThePlan) {
+  VectorBackend backend(0.98, 0.98);  // inside the unpaired rule's 3%, outside a round's 1%
+  const TuneReport report = TuneChain(backend);
+  ASSERT_EQ(report.duels.size(), 1u);
+  const ScheduleDuel& duel = report.duels[0];
+  EXPECT_TRUE(duel.won) << duel.decision;
+  EXPECT_EQ(duel.schedule, "vector=8");
+  EXPECT_EQ(duel.ops, (std::vector<std::string>{"exp", "negative"}));
+  EXPECT_EQ(duel.rounds, 5) << "5 of 5 rounds: the fewest the sign test calls a win";
+  EXPECT_NE(duel.decision.find("beyond noise (5 of 5 rounds)"), std::string::npos) << duel.decision;
+  EXPECT_EQ(backend.duel_jobs(), 5);
+  for (const MeasureJob& job : backend.seen)
+    if (IsDuel(job)) {
+      EXPECT_TRUE(job.alone) << "a decision's figures are timed alone";
+      EXPECT_EQ(job.plans.size(), 2u);
+    }
+  ASSERT_EQ(report.regions.size(), 1u);
+  ASSERT_EQ(report.regions[0].plan.size(), 1u);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "vector=8");
+  EXPECT_EQ(report.regions[0].chosen, "tuned") << report.regions[0].decision;
+}
+
+TEST_F(ScheduleDuels, AScheduleFasterOnlyInItsCandidateJobLosesItsDuel) {
+  VectorBackend backend(0.98, 1.0);  // a lucky candidate job; the same speed when paired
+  const TuneReport report = TuneChain(backend);
+  ASSERT_EQ(report.duels.size(), 1u);
+  EXPECT_FALSE(report.duels[0].won) << report.duels[0].decision;
+  EXPECT_EQ(report.duels[0].rounds, 2) << "no win in 2 rounds: 7 more could not make one";
+  EXPECT_NE(report.duels[0].decision.find("greedy kept"), std::string::npos);
+  ASSERT_EQ(report.regions[0].plan.size(), 1u);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "") << "the default";
+}
+
+TEST_F(ScheduleDuels, ScheduleWithinTheRoundFloorIsNotDueled) {
+  VectorBackend backend(0.995, 0.995);
+  const TuneReport report = TuneChain(backend);
+  EXPECT_TRUE(report.duels.empty());
+  EXPECT_EQ(backend.duel_jobs(), 0);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "");
+}
+
+TEST_F(ScheduleDuels, AScheduleBeyondTheUnpairedRuleNeedsNoDuel) {
+  VectorBackend backend(0.9, 0.9);
+  const TuneReport report = TuneChain(backend);
+  EXPECT_TRUE(report.duels.empty());
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "vector=8");
+}
+
+}  // namespace
+}  // namespace fusetune
