@@ -143,6 +143,15 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
       "\nmax |error| vs reference {}; measured {} candidates, reused {}, pruned {} by the "
       "cost model; {:.1f} s\n",
       error, r.candidates_measured, r.measurements_reused, r.pruned, r.seconds);
+  if (!r.duels.empty()) {
+    const auto won = std::count_if(r.duels.begin(), r.duels.end(), [](auto& d) { return d.won; });
+    out += fmt::format(
+        "schedule duels (a schedule against its group's default, paired): {} of {} "
+        "won\n",
+        won, r.duels.size());
+    for (const ScheduleDuel& d : r.duels)
+      if (d.won) out += fmt::format("  {} ({}): {}\n", d.group, fmt::join(d.ops, ", "), d.schedule);
+  }
   out += "source: measured+reused (group, schedule) pairs, or cache = the region's stored plan\n";
   if (any_transferred)
     out += "        transferred = the nearest tuned size's plan, adapted; its figures are '-'\n";

@@ -3,6 +3,7 @@
 // backend times kernels by a bytes model in which one schedule is made faster, in the candidate
 // jobs, in the duel's rounds, or in both, so every outcome can be asserted.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "db/cache.h"
 #include "db/database.h"
@@ -57,8 +58,9 @@ class ScheduleDuels : public TempStoreTest {
     db::Cache store(database);
     TuneOptions options;
     options.search.schedule_budget = 0;  // the default and vector=8, nothing else
-    return Tune(ParseRelay(kChain, "chain.relay"), options, store, backend);
+    return Tune(graph_, options, store, backend);
   }
+  Graph graph_ = ParseRelay(kChain, "chain.relay");
 };
 
 TEST_F(ScheduleDuels, AScheduleTwoPercentFasterWinsItsDuelAndEntersThePlan) {
@@ -81,6 +83,14 @@ TEST_F(ScheduleDuels, AScheduleTwoPercentFasterWinsItsDuelAndEntersThePlan) {
   ASSERT_EQ(report.regions[0].plan.size(), 1u);
   EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "vector=8");
   EXPECT_EQ(report.regions[0].chosen, "tuned") << report.regions[0].decision;
+
+  const auto json = nlohmann::json::parse(TuneReportToJson(graph_, "chain.relay", report));
+  const auto& duels = json.at("breakdown").at("schedule_duels");
+  ASSERT_EQ(duels.size(), 1u);
+  EXPECT_EQ(duels[0].at("group"), duel.group);
+  EXPECT_EQ(duels[0].at("schedule"), "vector=8");
+  EXPECT_EQ(duels[0].at("rounds"), 5);
+  EXPECT_EQ(duels[0].at("won"), true);
 }
 
 TEST_F(ScheduleDuels, AScheduleFasterOnlyInItsCandidateJobLosesItsDuel) {
