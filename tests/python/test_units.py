@@ -190,7 +190,8 @@ def test_plan_groups_and_documents():
                                  "max_abs_error", "candidates_measured", "measurements_reused",
                                  "pruned", "seconds", "breakdown"]
     # The command line's breakdown shape, empty: a server does not send it yet.
-    assert r.to_dict()["breakdown"] == {"stages_s": {}, "jobs_ms": {}, "schedule_ranking": None}
+    assert r.to_dict()["breakdown"] == {"stages_s": {}, "jobs_ms": {}, "schedule_ranking": None,
+                                        "schedule_duels": []}
 
 
 def test_the_address_comes_from_the_environment(monkeypatch):

@@ -240,7 +240,8 @@ class TuneReport:
             "pruned": self.pruned,
             "seconds": self.seconds,
             # Where a local tune's seconds went; a server does not send it yet.
-            "breakdown": {"stages_s": {}, "jobs_ms": {}, "schedule_ranking": None},
+            "breakdown": {"stages_s": {}, "jobs_ms": {}, "schedule_ranking": None,
+                          "schedule_duels": []},
         }
 
     def to_json(self, indent=2):
