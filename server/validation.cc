@@ -105,9 +105,11 @@ void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, int thre
   for (size_t i = 0; i < ways.size(); ++i) {
     ThreeWay way = ways[i];
     SetDefaultBaselines(g, plan.regions[i], threads, way);
+    if (!ways[i].plans[kUnfused]) way.plans[kUnfused].reset();  // not timed: stays so
     bool redo = false;
     for (int slot : {kGreedy, kUnfused})
-      redo |= !(results[i].us[slot] < kInf) && !SamePlan(*way.plans[slot], *ways[i].plans[slot]);
+      redo |= way.plans[slot] && !(results[i].us[slot] < kInf) &&
+              !SamePlan(*way.plans[slot], *ways[i].plans[slot]);
     if (!redo) continue;
     const std::string& why = results[i].reason[kGreedy].empty() ? results[i].reason[kUnfused]
                                                                 : results[i].reason[kGreedy];
@@ -354,7 +356,8 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
                                           const std::vector<TuneRegion>& regions,
                                           const MeasurementPlan& plan,
                                           const std::vector<std::optional<Plan>>& tuned,
-                                          JobRunner& runner, BaselineSchedules baselines) {
+                                          JobRunner& runner, BaselineSchedules baselines,
+                                          bool time_unfused) {
   const Graph& g = policy.graph();
   std::vector<ThreeWay> ways;
   for (size_t i = 0; i < plan.regions.size(); ++i) {
@@ -367,6 +370,7 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
       for (int slot : {kGreedy, kUnfused})
         way.plans[slot] =
             WithTunedSchedules(g, rs.sub, *way.plans[slot], *way.plans[kTuned], plan.groups);
+    if (!time_unfused) way.plans[kUnfused].reset();
     ways.push_back(std::move(way));
   }
   std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
@@ -391,6 +395,7 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
     w.chosen = res.chosen;
     w.plan = rs.sub.PlanToOriginal(*ways[i].plans[res.chosen]);
     std::copy(std::begin(res.us), std::end(res.us), std::begin(w.us));
+    if (!time_unfused) w.us[kUnfused] = std::numeric_limits<double>::quiet_NaN();
     w.max_abs_error = res.max_abs_error[res.chosen];
     for (int slot = 0; slot < 3; ++slot) {
       if (ways[i].plans[slot]) w.plans[slot] = rs.sub.PlanToOriginal(*ways[i].plans[slot]);
