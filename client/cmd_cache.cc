@@ -285,8 +285,8 @@ void RunShow(const CacheFlags& f) {
       std::cout << fmt::format("  ops             {}\n", Join(p.ops, ", "));
       std::cout << fmt::format("  chosen          {} ({} over the better baseline)\n", p.chosen,
                                Speedup(p));
-      std::cout << fmt::format("  tuned / greedy / unfused  {:.2f} / {:.2f} / {} us\n",
-                               p.tuned_us, p.greedy_us, UsText(p.unfused_us));
+      std::cout << fmt::format("  tuned / greedy / unfused  {:.2f} / {:.2f} / {} us\n", p.tuned_us,
+                               p.greedy_us, UsText(p.unfused_us));
       if (!p.decision.empty()) std::cout << fmt::format("  decision        {}\n", p.decision);
       if (p.margin || p.rounds) {
         std::cout << fmt::format("  margin          {} over {} paired rounds\n",

@@ -22,8 +22,8 @@
 // exported; an import that replaces a plan archives the old one there.
 // Tasks, jobs and workers are the state of one server, not knowledge to share, and are not
 // exported. The merge rule of an import is documented at Cache::ImportJsonLines.
-#include <limits>
 #include <istream>
+#include <limits>
 #include <ostream>
 
 #include <fmt/format.h>

@@ -321,8 +321,7 @@ CREATE INDEX replaced_plans_by_key ON replaced_plans (region_signature, target_f
                                                       threads, search_version);
 )sql";
 
-constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4,
-                                  kStepV5, kStepV6, kStepV7};
+constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4, kStepV5, kStepV6, kStepV7};
 static_assert(std::size(kSteps) == kLatestSchemaVersion);
 
 }  // namespace

@@ -123,9 +123,9 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
 
 // The validated winner of one searched region.
 struct RegionWinner {
-  size_t region = 0;  // index into the regions (a representative)
-  int chosen = -1;    // the winner's slot
-  Plan plan;          // the winner, in the graph's ids
+  size_t region = 0;         // index into the regions (a representative)
+  int chosen = -1;           // the winner's slot
+  Plan plan;                 // the winner, in the graph's ids
   double us[3] = {0, 0, 0};  // NaN: not timed
   double max_abs_error = 0;  // the winner's, against the reference interpreter
   // Every slot's plan as timed, in the graph's ids, and its error: what the whole graph's

@@ -138,9 +138,8 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
   if (out.regions.empty()) return out;
   warm_plan.groups = plan.groups;  // the baselines' schedules: what the store knows
   const bool time_unfused = mode != WarmStart::kOnly;
-  std::vector<RegionWinner> winners = ValidateRegions(policy, regions, warm_plan, transferred,
-                                                      runner, BaselineSchedules::kFromTuned,
-                                                      time_unfused);
+  std::vector<RegionWinner> winners = ValidateRegions(
+      policy, regions, warm_plan, transferred, runner, BaselineSchedules::kFromTuned, time_unfused);
   std::set<size_t> warm;
   for (size_t i = 0; i < out.regions.size(); ++i) {
     WarmRegion& w = out.regions[i];
