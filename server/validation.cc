@@ -128,6 +128,30 @@ void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, int thre
   }
 }
 
+// time_unfused false: a region none of whose plans ran is timed again with its unfused plan (on
+// defaults), the last plan that may run, rather than failing the tune.
+void TimeUnfusedWhereNothingRan(const Graph& g, const MeasurementPlan& plan, int threads,
+                                std::vector<ThreeWay>& ways, JobRunner& runner,
+                                std::vector<ThreeWayResult>& results) {
+  std::vector<size_t> again;
+  std::vector<ThreeWay> retimed;
+  for (size_t i = 0; i < ways.size(); ++i) {
+    if (results[i].chosen >= 0 || ways[i].plans[kUnfused]) continue;
+    ThreeWay way = ways[i];
+    SetDefaultBaselines(g, plan.regions[i], threads, way);
+    way.plans[kGreedy] = ways[i].plans[kGreedy];
+    spdlog::debug("region {}: no plan ran; timed again with the unfused plan", i);
+    again.push_back(i);
+    retimed.push_back(std::move(way));
+  }
+  if (again.empty()) return;
+  std::vector<ThreeWayResult> res = TimeThreeWays(retimed, runner, "validating");
+  for (size_t j = 0; j < again.size(); ++j) {
+    ways[again[j]] = std::move(retimed[j]);
+    results[again[j]] = std::move(res[j]);
+  }
+}
+
 }  // namespace
 
 bool SamePlan(const Plan& a, const Plan& b) {
@@ -376,6 +400,8 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
   std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
   if (baselines == BaselineSchedules::kFromTuned)
     RetimeFailedBaselines(g, plan, policy.options().threads, ways, runner, results);
+  if (!time_unfused)
+    TimeUnfusedWhereNothingRan(g, plan, policy.options().threads, ways, runner, results);
   std::vector<RegionWinner> out;
   for (size_t i = 0; i < plan.regions.size(); ++i) {
     const RegionSearch& rs = plan.regions[i];
@@ -395,7 +421,7 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
     w.chosen = res.chosen;
     w.plan = rs.sub.PlanToOriginal(*ways[i].plans[res.chosen]);
     std::copy(std::begin(res.us), std::end(res.us), std::begin(w.us));
-    if (!time_unfused) w.us[kUnfused] = std::numeric_limits<double>::quiet_NaN();
+    if (!ways[i].plans[kUnfused]) w.us[kUnfused] = std::numeric_limits<double>::quiet_NaN();
     w.max_abs_error = res.max_abs_error[res.chosen];
     for (int slot = 0; slot < 3; ++slot) {
       if (ways[i].plans[slot]) w.plans[slot] = rs.sub.PlanToOriginal(*ways[i].plans[slot]);

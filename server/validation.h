@@ -153,7 +153,8 @@ enum class BaselineSchedules {
 // Per entry of plan.regions, with `tuned` from plan choice (server/plan_choice.h). Throws when a
 // region cannot run under any of the three plans.
 // `time_unfused` false: no unfused plan is timed (its figure is NaN: not measured), so a tuned
-// plan equal to greedy is one plan and one round (a warm-only tune, server/warm_start.h).
+// plan equal to greedy is one plan and one round (a warm-only tune, server/warm_start.h); only a
+// region where neither ran is timed again with it.
 std::vector<RegionWinner> ValidateRegions(
     const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
     const MeasurementPlan& plan, const std::vector<std::optional<Plan>>& tuned, JobRunner& runner,

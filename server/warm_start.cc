@@ -144,11 +144,11 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
   for (size_t i = 0; i < out.regions.size(); ++i) {
     WarmRegion& w = out.regions[i];
     w.winner = std::move(winners[i]);
-    w.winner.decision =
-        fmt::format("warm start from {}, {}: {}", w.transfer.from,
-                    time_unfused ? "baselines on its schedules"
+    w.winner.decision = fmt::format(
+        "warm start from {}, {}: {}", w.transfer.from,
+        w.winner.plans[kUnfused] ? "baselines on its schedules"
                                  : "greedy on its schedules, unfused not timed (--warm-only)",
-                    w.winner.decision);
+        w.winner.decision);
     warm.insert(w.region);
     spdlog::debug("region {}: {}", regions[w.region].signature, w.winner.decision);
     if (mode == WarmStart::kOnly)

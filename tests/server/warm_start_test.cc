@@ -220,6 +220,29 @@ TEST_F(WarmStartTest, ATransferredScheduleThatFailsHereLeavesTheBaselinesOnTheir
   EXPECT_GT(region.greedy_us, 0);
 }
 
+// A warm-only tune does not time unfused, unless nothing else ran: then unfused is the answer,
+// timed, rather than a failed tune.
+TEST_F(WarmStartTest, AWarmOnlyTuneWhoseFusedPlansAllFailTimesUnfused) {
+  ModelBackend backend;
+  Tune(SeedAt(256), {}, *store_, backend);
+  // Every kernel of more than one op crashes at 192, whatever its schedule.
+  backend.adjust = [&](const MeasureJob&, const Plan& plan, PlanResult& t) {
+    for (const PlanGroup& pg : plan.groups)
+      if (pg.nodes.size() > 1) {
+        t.ok = false;
+        t.reason = "crashed with signal 11";
+      }
+  };
+  TuneOptions options;
+  options.warm_start = WarmStart::kOnly;
+  const TuneReport r = Tune(SeedAt(192), options, *store_, backend);  // does not throw
+  const RegionReport& region = r.regions.at(0);
+  EXPECT_EQ(region.chosen, "unfused") << region.decision;
+  EXPECT_GT(region.unfused_us, 0);
+  EXPECT_TRUE(std::isfinite(region.unfused_us));
+  EXPECT_EQ(region.decision.find("unfused not timed"), std::string::npos) << region.decision;
+}
+
 TEST_F(WarmStartTest, AWarmOnlyTuneSumsTheRegionsInsteadOfTimingTheWholeGraph) {
   ModelBackend backend;
   for (int s : {64, 128}) {
