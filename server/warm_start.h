@@ -25,7 +25,7 @@
 //      by the cost model), so the budget goes where the family says fusion pays.
 //
 // Why a flag and not a budget threshold: --budget counts (group, schedule) measurements beyond
-// the baselines, and a warm start measures none (it times three whole plans), so no budget value
+// the baselines, and a warm start measures none (it times whole plans), so no budget value
 // means "stop at the warm start" the way MetaSchedule's max_trials=0 means "use the database".
 // A user asks for it; a region without a tuned family member is searched either way.
 #include <map>
