@@ -19,6 +19,7 @@
 //            roofline's (client/cmd_cache_model.cc)
 //
 // Exit codes: 0 ok, 2 bad input, 3 `show` found nothing.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -88,6 +89,12 @@ std::string Join(const std::vector<std::string>& items, const char* sep) {
   std::string out;
   for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
   return out;
+}
+
+// A stored figure: "-" when not timed (a warm-only tune's unfused plan), "failed" when it failed.
+std::string UsText(double us) {
+  if (std::isnan(us)) return "-";
+  return std::isfinite(us) ? fmt::format("{:.2f}", us) : "failed";
 }
 
 // The speedup of the stored plan over the better baseline, e.g. "1.31x".
@@ -228,9 +235,9 @@ void RunLs(const CacheFlags& f) {
     std::string target = p.key.target_fingerprint;
     if (target.size() > 24) target = target.substr(0, 21) + "...";
     std::cout << fmt::format(
-        "{:<16} {:<24} {:>3} {:>3}  {:<7} {:>11.2f} {:>11.2f} {:>11.2f} {:>7}  {}\n",
+        "{:<16} {:<24} {:>3} {:>3}  {:<7} {:>11.2f} {:>11.2f} {:>11} {:>7}  {}\n",
         p.key.region_signature.substr(0, 16), target, p.key.threads, p.key.search_version, p.chosen,
-        p.tuned_us, p.greedy_us, p.unfused_us, Speedup(p), Join(p.ops, ","));
+        p.tuned_us, p.greedy_us, UsText(p.unfused_us), Speedup(p), Join(p.ops, ","));
   }
   std::cout << fmt::format(
       "{} plan{} shown; the cache holds {} best plans, {} measurements ({} invalid), {} "
@@ -278,8 +285,8 @@ void RunShow(const CacheFlags& f) {
       std::cout << fmt::format("  ops             {}\n", Join(p.ops, ", "));
       std::cout << fmt::format("  chosen          {} ({} over the better baseline)\n", p.chosen,
                                Speedup(p));
-      std::cout << fmt::format("  tuned / greedy / unfused  {:.2f} / {:.2f} / {:.2f} us\n",
-                               p.tuned_us, p.greedy_us, p.unfused_us);
+      std::cout << fmt::format("  tuned / greedy / unfused  {:.2f} / {:.2f} / {} us\n", p.tuned_us,
+                               p.greedy_us, UsText(p.unfused_us));
       if (!p.decision.empty()) std::cout << fmt::format("  decision        {}\n", p.decision);
       if (p.margin || p.rounds) {
         std::cout << fmt::format("  margin          {} over {} paired rounds\n",
@@ -306,10 +313,10 @@ void RunShow(const CacheFlags& f) {
       if (!replaced[i].empty()) std::cout << "  replaced plans (newest first)\n";
       for (const db::ReplacedPlanRecord& r : replaced[i]) {
         std::cout << fmt::format(
-            "    {}  {}: {} at {:.2f} us (tuned / greedy / unfused {:.2f} / {:.2f} / {:.2f}), "
+            "    {}  {}: {} at {:.2f} us (tuned / greedy / unfused {:.2f} / {:.2f} / {}), "
             "stored {}\n",
             FormatTime(r.replaced_at), r.reason, r.plan.chosen, r.plan.ChosenUs(), r.plan.tuned_us,
-            r.plan.greedy_us, r.plan.unfused_us, FormatTime(r.plan.created_at));
+            r.plan.greedy_us, UsText(r.plan.unfused_us), FormatTime(r.plan.created_at));
       }
     }
   }

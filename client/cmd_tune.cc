@@ -123,7 +123,7 @@ void RegisterTuneCommand(CLI::App& app) {
   auto* warm_only = cmd->add_flag(
       "--warm-only", flags->warm_only,
       "a region whose family has a tuned size: time that size's plan (adapted) against greedy "
-      "and\nunfused here and keep the winner, without searching (docs/signatures.md)");
+      "here\n(unfused not timed) and keep the winner, without searching (docs/signatures.md)");
   auto* cold = cmd->add_flag("--cold", flags->cold,
                              "search without starting from the plans of other tuned sizes");
   warm_only->excludes(cold);

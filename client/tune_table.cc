@@ -157,7 +157,9 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
     out += "        transferred = the nearest tuned size's plan, adapted; its figures are '-'\n";
   if (std::any_of(r.regions.begin(), r.regions.end(),
                   [](const auto& x) { return x.warm_start && !x.warm_start->searched; }))
-    out += "        warm = the nearest tuned size's plan, timed here against greedy and unfused\n";
+    out +=
+        "        warm = the nearest tuned size's plan, timed here against greedy (unfused not "
+        "timed: '-')\n";
   return out;
 }
 

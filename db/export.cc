@@ -15,11 +15,15 @@
 // has them, and read when present: lines written before they existed import as plans without
 // them, and a reader that predates them ignores them, so the format version stays 1.
 //
+// unfused_us is null (the JSON library's NaN and infinity) when the unfused plan was not timed
+// (a warm-only tune, schema v7) or failed; a null one imports as not timed.
+//
 // replaced_plans is this file's history of its own decisions, not knowledge to share, and is not
 // exported; an import that replaces a plan archives the old one there.
 // Tasks, jobs and workers are the state of one server, not knowledge to share, and are not
 // exported. The merge rule of an import is documented at Cache::ImportJsonLines.
 #include <istream>
+#include <limits>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -38,6 +42,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 constexpr int kExportFormatVersion = 1;
+constexpr double kNotTimed = std::numeric_limits<double>::quiet_NaN();
 
 json TargetToJson(const TargetRecord& t) {
   return {{"kind", "target"},
@@ -194,7 +199,7 @@ BestPlanRecord BestPlanFromJson(const LineReader& r) {
   }
   b.tuned_us = r.Num("tuned_us");
   b.greedy_us = r.Num("greedy_us");
-  b.unfused_us = r.Num("unfused_us");
+  b.unfused_us = r.Has("unfused_us") ? r.Num("unfused_us") : kNotTimed;
   b.chosen = r.Str("chosen");
   if (b.chosen != "tuned" && b.chosen != "greedy" && b.chosen != "unfused") {
     r.Error(fmt::format("\"chosen\" must be tuned, greedy or unfused, not \"{}\"", b.chosen));

@@ -1,4 +1,6 @@
 // The cache's best plans and the plans they replaced.
+#include <limits>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -39,7 +41,7 @@ BestPlanRecord ReadBestPlan(const Statement& st) {
   b.groups = GroupsFromJson(st.Text(4));
   b.tuned_us = st.Double(5);
   b.greedy_us = st.Double(6);
-  b.unfused_us = st.Double(7);
+  b.unfused_us = st.IsNull(7) ? std::numeric_limits<double>::quiet_NaN() : st.Double(7);
   b.chosen = st.Text(8);
   b.region_text = st.Text(9);
   b.ops = OpsFromJson(st.Text(10));

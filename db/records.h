@@ -78,7 +78,7 @@ struct BestPlanRecord {
   std::vector<StoredGroup> groups;
   double tuned_us = 0;
   double greedy_us = 0;
-  double unfused_us = 0;
+  double unfused_us = 0;         // NaN: not timed (a warm-only tune, schema v7); infinity: failed
   std::string chosen;            // "tuned", "greedy" or "unfused": the plan stored in `groups`
   std::string region_text;       // canonical text, for inspection
   std::vector<std::string> ops;  // op names in canonical order

@@ -258,7 +258,70 @@ ALTER TABLE tasks ADD COLUMN bound_params_json TEXT NOT NULL DEFAULT '[]'
   CHECK (json_valid(bound_params_json));
 )sql";
 
-constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4, kStepV5, kStepV6};
+// v7: a plan's unfused figure may be NULL, "not timed": a warm-only tune (server/warm_start.h)
+// times the transferred plan against greedy only. Until v7 every plan had one (or infinity when
+// the unfused plan failed). SQLite cannot drop a NOT NULL, so both tables are rebuilt (its own
+// recipe: new table, copy, drop, rename, indexes), columns in the same order.
+constexpr const char* kStepV7 = R"sql(
+CREATE TABLE best_plans_v7 (
+  region_signature   TEXT NOT NULL CHECK (length(region_signature) > 0),
+  target_fingerprint TEXT NOT NULL CHECK (length(target_fingerprint) > 0),
+  threads            INTEGER NOT NULL CHECK (threads >= 1),
+  search_version     INTEGER NOT NULL CHECK (search_version >= 1),
+  plan_json          TEXT NOT NULL CHECK (json_valid(plan_json)),
+  tuned_us           REAL NOT NULL CHECK (tuned_us >= 0),
+  greedy_us          REAL NOT NULL CHECK (greedy_us >= 0),
+  unfused_us         REAL CHECK (unfused_us >= 0),
+  chosen             TEXT NOT NULL CHECK (chosen IN ('tuned', 'greedy', 'unfused')),
+  region_text        TEXT NOT NULL,
+  ops_json           TEXT NOT NULL CHECK (json_valid(ops_json)),
+  created_at         INTEGER NOT NULL,
+  family_key         TEXT NOT NULL DEFAULT '',
+  margin             REAL CHECK (margin > 0),
+  decision           TEXT,
+  rounds             INTEGER CHECK (rounds >= 0),
+  verified_at        INTEGER,
+  PRIMARY KEY (region_signature, target_fingerprint, threads, search_version),
+  CHECK (chosen <> 'unfused' OR unfused_us IS NOT NULL)
+) STRICT, WITHOUT ROWID;
+INSERT INTO best_plans_v7 SELECT * FROM best_plans;
+DROP TABLE best_plans;
+ALTER TABLE best_plans_v7 RENAME TO best_plans;
+CREATE INDEX best_plans_by_target ON best_plans (target_fingerprint, threads, search_version);
+CREATE INDEX best_plans_by_family ON best_plans (family_key, target_fingerprint, threads,
+                                                 search_version);
+CREATE INDEX best_plans_by_created ON best_plans (created_at);
+
+CREATE TABLE replaced_plans_v7 (
+  id                 INTEGER PRIMARY KEY,
+  region_signature   TEXT NOT NULL CHECK (length(region_signature) > 0),
+  target_fingerprint TEXT NOT NULL CHECK (length(target_fingerprint) > 0),
+  threads            INTEGER NOT NULL CHECK (threads >= 1),
+  search_version     INTEGER NOT NULL CHECK (search_version >= 1),
+  family_key         TEXT NOT NULL,
+  plan_json          TEXT NOT NULL CHECK (json_valid(plan_json)),
+  tuned_us           REAL NOT NULL,
+  greedy_us          REAL NOT NULL,
+  unfused_us         REAL,
+  chosen             TEXT NOT NULL CHECK (chosen IN ('tuned', 'greedy', 'unfused')),
+  region_text        TEXT NOT NULL,
+  ops_json           TEXT NOT NULL CHECK (json_valid(ops_json)),
+  margin             REAL,
+  decision           TEXT,
+  rounds             INTEGER,
+  created_at         INTEGER NOT NULL,
+  replaced_at        INTEGER NOT NULL,
+  reason             TEXT NOT NULL CHECK (length(reason) > 0),
+  verified_at        INTEGER
+) STRICT;
+INSERT INTO replaced_plans_v7 SELECT * FROM replaced_plans;
+DROP TABLE replaced_plans;
+ALTER TABLE replaced_plans_v7 RENAME TO replaced_plans;
+CREATE INDEX replaced_plans_by_key ON replaced_plans (region_signature, target_fingerprint,
+                                                      threads, search_version);
+)sql";
+
+constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4, kStepV5, kStepV6, kStepV7};
 static_assert(std::size(kSteps) == kLatestSchemaVersion);
 
 }  // namespace

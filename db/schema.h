@@ -10,6 +10,9 @@
 //   v4  jobs keyed by job_key (no more measurement-key placeholders); best_plans gain family_key,
 //       margin, decision, rounds and indexes on family and created_at; replaced_plans archives
 //       the figures of every plan a newer one replaced
+//   v5  verified_at on both plan tables
+//   v6  tasks.bound_params_json
+//   v7  unfused_us may be NULL (not timed: a warm-only tune)
 #include <cstdint>
 
 namespace fusetune::db {
@@ -19,7 +22,7 @@ class Connection;
 // Written to PRAGMA application_id so a fusetune file is told apart from any other SQLite file
 // ("FTUN").
 inline constexpr int32_t kApplicationId = 0x4654554e;
-inline constexpr int kLatestSchemaVersion = 6;
+inline constexpr int kLatestSchemaVersion = 7;
 
 // Applies the steps after the file's version up to `target_version` (<= kLatestSchemaVersion).
 // Safe against another process migrating the same file at the same time. Runs with foreign keys

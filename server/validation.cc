@@ -105,9 +105,11 @@ void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, int thre
   for (size_t i = 0; i < ways.size(); ++i) {
     ThreeWay way = ways[i];
     SetDefaultBaselines(g, plan.regions[i], threads, way);
+    if (!ways[i].plans[kUnfused]) way.plans[kUnfused].reset();  // not timed: stays so
     bool redo = false;
     for (int slot : {kGreedy, kUnfused})
-      redo |= !(results[i].us[slot] < kInf) && !SamePlan(*way.plans[slot], *ways[i].plans[slot]);
+      redo |= way.plans[slot] && !(results[i].us[slot] < kInf) &&
+              !SamePlan(*way.plans[slot], *ways[i].plans[slot]);
     if (!redo) continue;
     const std::string& why = results[i].reason[kGreedy].empty() ? results[i].reason[kUnfused]
                                                                 : results[i].reason[kGreedy];
@@ -115,6 +117,30 @@ void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, int thre
         "region {}: a baseline failed on the transferred schedules ({}); timed again "
         "on the defaults",
         i, why);
+    again.push_back(i);
+    retimed.push_back(std::move(way));
+  }
+  if (again.empty()) return;
+  std::vector<ThreeWayResult> res = TimeThreeWays(retimed, runner, "validating");
+  for (size_t j = 0; j < again.size(); ++j) {
+    ways[again[j]] = std::move(retimed[j]);
+    results[again[j]] = std::move(res[j]);
+  }
+}
+
+// time_unfused false: a region none of whose plans ran is timed again with its unfused plan (on
+// defaults), the last plan that may run, rather than failing the tune.
+void TimeUnfusedWhereNothingRan(const Graph& g, const MeasurementPlan& plan, int threads,
+                                std::vector<ThreeWay>& ways, JobRunner& runner,
+                                std::vector<ThreeWayResult>& results) {
+  std::vector<size_t> again;
+  std::vector<ThreeWay> retimed;
+  for (size_t i = 0; i < ways.size(); ++i) {
+    if (results[i].chosen >= 0 || ways[i].plans[kUnfused]) continue;
+    ThreeWay way = ways[i];
+    SetDefaultBaselines(g, plan.regions[i], threads, way);
+    way.plans[kGreedy] = ways[i].plans[kGreedy];
+    spdlog::debug("region {}: no plan ran; timed again with the unfused plan", i);
     again.push_back(i);
     retimed.push_back(std::move(way));
   }
@@ -357,7 +383,8 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
                                           const std::vector<TuneRegion>& regions,
                                           const MeasurementPlan& plan,
                                           const std::vector<std::optional<Plan>>& tuned,
-                                          JobRunner& runner, BaselineSchedules baselines) {
+                                          JobRunner& runner, BaselineSchedules baselines,
+                                          bool time_unfused) {
   const Graph& g = policy.graph();
   std::vector<ThreeWay> ways;
   for (size_t i = 0; i < plan.regions.size(); ++i) {
@@ -370,11 +397,14 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
       for (int slot : {kGreedy, kUnfused})
         way.plans[slot] =
             WithTunedSchedules(g, rs.sub, *way.plans[slot], *way.plans[kTuned], plan.groups);
+    if (!time_unfused) way.plans[kUnfused].reset();
     ways.push_back(std::move(way));
   }
   std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
   if (baselines == BaselineSchedules::kFromTuned)
     RetimeFailedBaselines(g, plan, policy.options().threads, ways, runner, results);
+  if (!time_unfused)
+    TimeUnfusedWhereNothingRan(g, plan, policy.options().threads, ways, runner, results);
   std::vector<RegionWinner> out;
   for (size_t i = 0; i < plan.regions.size(); ++i) {
     const RegionSearch& rs = plan.regions[i];
@@ -394,6 +424,7 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
     w.chosen = res.chosen;
     w.plan = rs.sub.PlanToOriginal(*ways[i].plans[res.chosen]);
     std::copy(std::begin(res.us), std::end(res.us), std::begin(w.us));
+    if (!ways[i].plans[kUnfused]) w.us[kUnfused] = std::numeric_limits<double>::quiet_NaN();
     w.max_abs_error = res.max_abs_error[res.chosen];
     for (int slot = 0; slot < 3; ++slot) {
       if (ways[i].plans[slot]) w.plans[slot] = rs.sub.PlanToOriginal(*ways[i].plans[slot]);

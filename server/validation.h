@@ -124,10 +124,10 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
 
 // The validated winner of one searched region.
 struct RegionWinner {
-  size_t region = 0;  // index into the regions (a representative)
-  int chosen = -1;    // the winner's slot
-  Plan plan;          // the winner, in the graph's ids
-  double us[3] = {0, 0, 0};
+  size_t region = 0;         // index into the regions (a representative)
+  int chosen = -1;           // the winner's slot
+  Plan plan;                 // the winner, in the graph's ids
+  double us[3] = {0, 0, 0};  // NaN: not timed
   double max_abs_error = 0;  // the winner's, against the reference interpreter
   // Every slot's plan as timed, in the graph's ids, and its error: what the whole graph's
   // timing (server/report_assembly.h) falls back to when a baseline beats the regions' plans.
@@ -153,9 +153,12 @@ enum class BaselineSchedules {
 
 // Per entry of plan.regions, with `tuned` from plan choice (server/plan_choice.h). Throws when a
 // region cannot run under any of the three plans.
+// `time_unfused` false: no unfused plan is timed (its figure is NaN: not measured), so a tuned
+// plan equal to greedy is one plan and one round (a warm-only tune, server/warm_start.h); only a
+// region where neither ran is timed again with it.
 std::vector<RegionWinner> ValidateRegions(
     const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
     const MeasurementPlan& plan, const std::vector<std::optional<Plan>>& tuned, JobRunner& runner,
-    BaselineSchedules baselines = BaselineSchedules::kDefaults);
+    BaselineSchedules baselines = BaselineSchedules::kDefaults, bool time_unfused = true);
 
 }  // namespace fusetune

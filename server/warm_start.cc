@@ -137,14 +137,18 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
   }
   if (out.regions.empty()) return out;
   warm_plan.groups = plan.groups;  // the baselines' schedules: what the store knows
-  std::vector<RegionWinner> winners = ValidateRegions(policy, regions, warm_plan, transferred,
-                                                      runner, BaselineSchedules::kFromTuned);
+  const bool time_unfused = mode != WarmStart::kOnly;
+  std::vector<RegionWinner> winners = ValidateRegions(
+      policy, regions, warm_plan, transferred, runner, BaselineSchedules::kFromTuned, time_unfused);
   std::set<size_t> warm;
   for (size_t i = 0; i < out.regions.size(); ++i) {
     WarmRegion& w = out.regions[i];
     w.winner = std::move(winners[i]);
-    w.winner.decision = fmt::format("warm start from {}, baselines on its schedules: {}",
-                                    w.transfer.from, w.winner.decision);
+    w.winner.decision = fmt::format(
+        "warm start from {}, {}: {}", w.transfer.from,
+        w.winner.plans[kUnfused] ? "baselines on its schedules"
+                                 : "greedy on its schedules, unfused not timed (--warm-only)",
+        w.winner.decision);
     warm.insert(w.region);
     spdlog::debug("region {}: {}", regions[w.region].signature, w.winner.decision);
     if (mode == WarmStart::kOnly)

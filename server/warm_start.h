@@ -2,22 +2,30 @@
 // Stage: warm start. A region to search whose family has a tuned member for this target and
 // thread count (server/plan_transfer.h) starts from that member's plan, adapted to its sizes:
 //
-//   1. the transferred plan is timed against greedy and unfused in the validation's paired rounds
-//      (server/validation.h, the noise rule: greedy is kept unless the transferred plan wins
-//      beyond noise). The baselines' groups that the transferred plan holds too take its
-//      schedules (BaselineSchedules::kFromTuned): nothing is measured per group at this size,
-//      and the member's measured schedules, adapted, are better evidence than the defaults. So
-//      a transferred plan with greedy's grouping (the usual case) is greedy, timed once against
-//      unfused, and the warm answer is as well scheduled as the member was;
+//   1. the transferred plan is timed against greedy and unfused (unfused not with 2.) in the
+//      validation's paired rounds (server/validation.h, the noise rule: greedy is kept unless
+//      the transferred plan wins beyond noise). The baselines' groups that the transferred plan
+//      holds too take its schedules (BaselineSchedules::kFromTuned): nothing is measured per
+//      group at this size, and the member's measured schedules, adapted, are better evidence
+//      than the defaults. So a transferred plan with greedy's grouping (the usual case) is
+//      greedy, timed once (against unfused, or alone with 2.), and the warm answer is as well
+//      scheduled as the member was;
 //   2. WarmStart::kOnly (`tune --warm-only`) stops there: the winner is the region's plan,
 //      measured at this size and stored like any validated plan, and the search's (group,
-//      schedule) measurements are skipped;
+//      schedule) measurements are skipped. It times the transferred plan against greedy only,
+//      as the issue puts it ("measures the transferred plan against greedy first and, under a
+//      small budget, can stop there"): the unfused slot is not timed (its figure is stored as
+//      NULL, not measured, and the decision says so). Unfused is the slot that cost most here:
+//      its kernels (the seed: three) compiled in the first job, and a second distinct plan,
+//      which needs two rounds where a transferred plan equal to greedy needs one (its check
+//      against the reference and its figure). The family member was itself validated, against
+//      unfused where it was searched; a warm start that searches (3.) times all three;
 //   3. otherwise the search runs as usual, with the family's groups and their adapted schedules
 //      measured first and never left out by --budget (the budget then goes to the other groups
 //      by the cost model), so the budget goes where the family says fusion pays.
 //
 // Why a flag and not a budget threshold: --budget counts (group, schedule) measurements beyond
-// the baselines, and a warm start measures none (it times three whole plans), so no budget value
+// the baselines, and a warm start measures none (it times whole plans), so no budget value
 // means "stop at the warm start" the way MetaSchedule's max_trials=0 means "use the database".
 // A user asks for it; a region without a tuned family member is searched either way.
 #include <map>

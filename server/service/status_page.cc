@@ -82,7 +82,7 @@ std::string FormatUtc(int64_t ms) {
 }
 
 std::string FormatUs(double us) {
-  if (us <= 0) return "–";
+  if (!(us > 0)) return "–";  // NaN too: not timed
   if (us >= 1000) return fmt::format("{:.0f}", us);
   if (us >= 10) return fmt::format("{:.1f}", us);
   return fmt::format("{:.2f}", us);

@@ -1,5 +1,7 @@
 // JSON-lines export and import: round trip into a fresh file, the merge rule, and an import that
 // fails on any line imports nothing.
+#include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -74,6 +76,26 @@ TEST(ExportImport, RoundTripIntoAFreshFileIsExact) {
   EXPECT_EQ(stats.added, 0);
   EXPECT_EQ(stats.replaced, 0);
   EXPECT_EQ(stats.kept, 5);
+}
+
+// A warm-only tune's plan has no unfused figure (not timed): exported as null, imported as such.
+TEST(ExportImport, APlanWhoseUnfusedWasNotTimedRoundTrips) {
+  TempDir dir;
+  Database a_db(dir.File("a.db"));
+  Cache a(a_db);
+  BestPlanRecord warm = testing::SamplePlan("r3", 20);
+  warm.chosen = "greedy";
+  warm.unfused_us = std::numeric_limits<double>::quiet_NaN();
+  a.PutBestPlan(warm);
+  const std::string text = Export(a);
+  EXPECT_NE(text.find("\"unfused_us\":null"), std::string::npos) << text;
+  Database b_db(dir.File("b.db"));
+  Cache b(b_db);
+  EXPECT_EQ(Import(b, text).added, 1);
+  std::optional<BestPlanRecord> back = b.FindBestPlan(warm.key);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(std::isnan(back->unfused_us));
+  EXPECT_EQ(back->greedy_us, warm.greedy_us);
 }
 
 TEST(ExportImport, MergeKeepsTheBetterRecord) {

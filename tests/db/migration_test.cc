@@ -1,6 +1,9 @@
 // Files written by older fusetune upgrade and keep their data. Each older file is made as that
 // version made it: its schema by migrating a fresh file to that version only, its rows by plain
 // SQL in that version's columns (the code of today cannot write yesterday's columns).
+#include <cmath>
+#include <limits>
+
 #include "db/schema.h"
 #include "db_test_util.h"
 #include "raw_sql.h"
@@ -234,6 +237,51 @@ TEST(Migration, VersionFiveTasksReadBackWithNoBoundParameters) {
   task.target = "any";
   task.bound_params_json = R"(["w","b"])";
   EXPECT_EQ(file.queue.FindTask(file.queue.CreateTask(task))->bound_params_json, R"(["w","b"])");
+}
+
+// A v6 file's plans keep their figures through v7's rebuild of the plan tables, history too; a
+// plan whose unfused plan was not timed (a warm-only tune) is stored as NULL and reads as NaN.
+TEST(Migration, VersionSixPlansKeepTheirFiguresAndUnfusedMayBeNotTimed) {
+  TempDir dir;
+  std::string path = dir.File("v6.db");
+  { Database v6(path, DatabaseOptions{.schema_version = 6}); }
+  RawExec(path, kPlanRowsV4);
+  RawExec(path, "UPDATE best_plans SET verified_at = 1750000000000");
+
+  testing::OpenFile file(path);
+  EXPECT_EQ(file.db.schema_version(), kLatestSchemaVersion);
+  const BestPlanKey key{"r4", kZen, 1, 1};
+  std::optional<BestPlanRecord> plan = file.cache.FindBestPlan(key);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->unfused_us, 12.0);
+  EXPECT_EQ(plan->greedy_us, 9.0);
+  EXPECT_EQ(plan->margin, 0.89);
+  EXPECT_EQ(plan->verified_at, 1750000000000);
+  EXPECT_EQ(plan->family_key, "fam");
+  EXPECT_EQ(file.cache.FindBestPlansByFamily("fam", kZen, 1, 1).size(), 1u);
+  ASSERT_EQ(file.cache.ListReplacedPlans().size(), 1u);
+  EXPECT_EQ(file.cache.ListReplacedPlans()[0].plan.unfused_us, 12.0);
+  EXPECT_EQ(RawInt(path,
+                   "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN "
+                   "('best_plans_by_target', 'best_plans_by_family', 'best_plans_by_created', "
+                   "'replaced_plans_by_key')"),
+            4);
+
+  // Not timed: NULL in the file, NaN in the record, and archived as such when replaced.
+  BestPlanRecord warm = *plan;
+  warm.chosen = "greedy";
+  warm.unfused_us = std::numeric_limits<double>::quiet_NaN();
+  file.cache.PutBestPlan(warm, "tuned again");
+  EXPECT_EQ(RawInt(path, "SELECT count(*) FROM best_plans WHERE unfused_us IS NULL"), 1);
+  EXPECT_TRUE(std::isnan(file.cache.FindBestPlan(key)->unfused_us));
+  BestPlanRecord next = warm;
+  next.unfused_us = 11.0;
+  file.cache.PutBestPlan(next, "tuned again");
+  EXPECT_TRUE(std::isnan(file.cache.ListReplacedPlans()[0].plan.unfused_us));
+  // Only a plan that is not the unfused one may lack the unfused figure.
+  BestPlanRecord wrong = warm;
+  wrong.chosen = "unfused";
+  EXPECT_ANY_THROW(file.cache.PutBestPlan(wrong, "tuned again"));
 }
 
 }  // namespace
