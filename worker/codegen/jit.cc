@@ -149,9 +149,10 @@ Jit::Jit(int codegen_level) : state_(std::make_shared<JitState>()) {
   llvm::orc::LLJITBuilder jit_builder;
   jit_builder.setJITTargetMachineBuilder(builder);
   if (std::getenv("FUSETUNE_PERF_JIT")) {
-    // Kernels named in `perf report`: LLVM's perf listener writes ~/.debug/jit/.../jit-PID.dump
-    // for `perf record -k 1` + `perf inject --jit` (there is no other symbol source
-    // for JIT code). Off by default: the dump costs a file write per kernel.
+    // Kernels named in `perf report`: LLVM's perf listener writes jit-PID.dump under
+    // $JITDUMPDIR (else $HOME)/.debug/jit/ for `perf record -k 1` + `perf inject --jit`, the only
+    // symbol source perf has for JIT code. The listener attaches to RuntimeDyld, so under the
+    // variable objects are linked by it. Off by default: the dump writes a file per kernel.
     jit_builder.setObjectLinkingLayerCreator(
         [](llvm::orc::ExecutionSession& session,
            const llvm::Triple&) -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
