@@ -2,15 +2,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <vector>
 
+#include <llvm/ExecutionEngine/JITEventListener.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -142,8 +146,24 @@ Jit::Jit(int codegen_level) : state_(std::make_shared<JitState>()) {
       Unwrap(builder.createTargetMachine(), "creating the target machine");
   state_->layout = machine->createDataLayout();
   state_->spare_machines.push_back(std::move(machine));
-  state_->lljit = Unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create(),
-                         "creating the JIT");
+  llvm::orc::LLJITBuilder jit_builder;
+  jit_builder.setJITTargetMachineBuilder(builder);
+  if (std::getenv("FUSETUNE_PERF_JIT")) {
+    // Kernels named in `perf report`: LLVM's perf listener writes jit-PID.dump under
+    // $JITDUMPDIR (else $HOME)/.debug/jit/ for `perf record -k 1` + `perf inject --jit`, the only
+    // symbol source perf has for JIT code. The listener attaches to RuntimeDyld, so under the
+    // variable objects are linked by it. Off by default: the dump writes a file per kernel.
+    jit_builder.setObjectLinkingLayerCreator(
+        [](llvm::orc::ExecutionSession& session,
+           const llvm::Triple&) -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+          auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+              session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+          if (llvm::JITEventListener* perf = llvm::JITEventListener::createPerfJITEventListener())
+            layer->registerJITEventListener(*perf);
+          return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
+        });
+  }
+  state_->lljit = Unwrap(jit_builder.create(), "creating the JIT");
 
   // Generated code calls the runtime (thread pool) and libm; resolve both from this process.
   llvm::orc::JITDylib& main = state_->lljit->getMainJITDylib();
