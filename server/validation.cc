@@ -87,6 +87,27 @@ Plan WithTunedSchedules(const Graph& g, const Subgraph& sub, Plan baseline, cons
   return baseline;
 }
 
+// Whether `tuned` (sub's ids) is `greedy`'s grouping whose every schedule is its group's default
+// or the schedule that won the group's duel, at least one of them the latter.
+bool OnlyDueledSchedules(const Graph& g, const Subgraph& sub, const Plan& tuned, const Plan& greedy,
+                         const MeasuredGroups& groups) {
+  if (!SameGrouping(tuned, greedy)) return false;
+  bool dueled = false;
+  for (const PlanGroup& pg : tuned.groups) {
+    std::vector<ValueId> nodes;
+    for (ValueId v : pg.nodes) nodes.push_back(sub.ToOriginal(v));
+    std::sort(nodes.begin(), nodes.end());
+    auto it = groups.find(Signature(g, nodes));
+    if (it == groups.end()) return false;
+    const GroupWork& gw = it->second;
+    if (gw.dueled && pg.schedule == gw.schedules[*gw.dueled])
+      dueled = true;
+    else if (!(pg.schedule == gw.schedules[0]))
+      return false;
+  }
+  return dueled;
+}
+
 // The region's greedy and unfused plans (sub's ids) on default schedules (kDefaults).
 void SetDefaultBaselines(const Graph& g, const RegionSearch& rs, int threads, ThreeWay& way) {
   way.plans[kGreedy] = WithDefaultSchedules(g, rs.greedy, threads, &rs.sub);
@@ -253,9 +274,12 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
     const SlotLabels* labels = &kSlotLabels;
   };
   std::vector<Prepared> prep(ways.size());
+  auto order_of = [&](size_t i) -> const SlotOrder& {
+    return ways[i].order ? *ways[i].order : order;
+  };
   for (size_t i = 0; i < ways.size(); ++i) {
     std::vector<const Plan*> distinct;
-    for (int slot : order) {
+    for (int slot : order_of(i)) {
       if (!ways[i].plans[slot]) continue;
       for (size_t d = 0; d < distinct.size() && prep[i].plan_of[slot] < 0; ++d)
         if (SamePlan(*distinct[d], *ways[i].plans[slot]))
@@ -344,7 +368,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
       const Prepared& p = prep[i];
       const bool any_left = std::count(p.failed.begin(), p.failed.end(), false) > 0;
       if (any_left && static_cast<int>(p.rounds.size()) < kMaxRounds &&
-          !DecideThreeWay(p.rounds, p.plan_of, order, kMaxRounds, *p.labels).settled)
+          !DecideThreeWay(p.rounds, p.plan_of, order_of(i), kMaxRounds, *p.labels).settled)
         undecided.push_back(i);
     }
     if (undecided.empty()) break;
@@ -370,7 +394,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
           if (p.plan_of[other] == p.plan_of[slot] && !res.reason[other].empty())
             res.reason[slot] = res.reason[other];
     }
-    const NoiseDecision d = DecideThreeWay(p.rounds, p.plan_of, order, kMaxRounds, *p.labels);
+    const NoiseDecision d = DecideThreeWay(p.rounds, p.plan_of, order_of(i), kMaxRounds, *p.labels);
     res.chosen = d.chosen;
     res.decision = d.text;
     if (std::isfinite(d.margin)) res.margin = d.margin;
@@ -398,6 +422,9 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
         way.plans[slot] =
             WithTunedSchedules(g, rs.sub, *way.plans[slot], *way.plans[kTuned], plan.groups);
     if (!time_unfused) way.plans[kUnfused].reset();
+    if (baselines == BaselineSchedules::kDefaults && way.plans[kTuned] &&
+        OnlyDueledSchedules(g, rs.sub, *way.plans[kTuned], *way.plans[kGreedy], plan.groups))
+      way.order = &kIncumbentFirst;
     ways.push_back(std::move(way));
   }
   std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");
@@ -430,7 +457,10 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
       if (ways[i].plans[slot]) w.plans[slot] = rs.sub.PlanToOriginal(*ways[i].plans[slot]);
       w.max_abs_errors[slot] = res.max_abs_error[slot];
     }
-    w.decision = res.decision;
+    w.decision =
+        ways[i].order == &kIncumbentFirst
+            ? "schedules that won their duels, kept unless a baseline wins: " + res.decision
+            : res.decision;
     w.margin = res.margin;
     w.rounds = res.rounds;
     spdlog::debug("region {} validated in {} rounds: tuned {}, greedy {}, unfused {}: {}; plan {}",

@@ -100,6 +100,7 @@ double SignTestP(int wins, int n);
 struct ThreeWay {
   const Graph* graph = nullptr;
   std::optional<Plan> plans[3];
+  const SlotOrder* order = nullptr;  // instead of TimeThreeWays' order, for this way
 };
 
 struct ThreeWayResult {
@@ -153,6 +154,12 @@ enum class BaselineSchedules {
 
 // Per entry of plan.regions, with `tuned` from plan choice (server/plan_choice.h). Throws when a
 // region cannot run under any of the three plans.
+// A tuned plan that is greedy's grouping with no schedule but those that won their group's duel
+// (server/schedule_duels.h) is kept unless a baseline beats it (kIncumbentFirst): each of its
+// schedules already won paired rounds against the default, and what validation adds is that the
+// kernels in sequence do not lose it. Diluted by the region's other kernels and their noise, a
+// dense's 4-5% won by duel read 1.03× for its region, not a win in 5 rounds (BENCHMARKS.md,
+// "Schedule duels"). Any other tuned plan must win, as above.
 // `time_unfused` false: no unfused plan is timed (its figure is NaN: not measured), so a tuned
 // plan equal to greedy is one plan and one round (a warm-only tune, server/warm_start.h); only a
 // region where neither ran is timed again with it.

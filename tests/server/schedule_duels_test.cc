@@ -2,6 +2,8 @@
 // left out is timed against the default in paired rounds, and kept only if it wins them. The
 // backend times kernels by a bytes model in which one schedule is made faster, in the candidate
 // jobs, in the duel's rounds, or in both, so every outcome can be asserted.
+#include <filesystem>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -29,16 +31,22 @@ bool IsDuel(const MeasureJob& job) {
   return tuned && !unfused;
 }
 
+bool IsValidation(const MeasureJob& job) {
+  for (const JobPlan& p : job.plans)
+    if (p.name == "unfused") return true;
+  return false;
+}
+
 // vector=8 (the schedule ranked right after the default) runs `candidate` times the default's
-// time in the candidate jobs and `paired` times it in the duel's rounds and the validation.
+// time in the candidate jobs, `paired` times it in the duel's rounds and `validation` times it
+// in the region's validation.
 struct VectorBackend : ModelBackend {
-  VectorBackend(double candidate, double paired) {
+  VectorBackend(double candidate, double paired, double validation) {
     adjust = [=](const MeasureJob& job, const Plan& plan, PlanResult& t) {
-      const bool candidate_job = job.plans.empty() || job.plans[0].name[0] == 's';
+      const double factor = IsDuel(job) ? paired : IsValidation(job) ? validation : candidate;
       t.median_us = 0;
       for (size_t i = 0; i < plan.groups.size(); ++i) {
-        if (plan.groups[i].schedule.Get("vector", 16) == 8)
-          t.kernel_us[i] *= candidate_job ? candidate : paired;
+        if (plan.groups[i].schedule.Get("vector", 16) == 8) t.kernel_us[i] *= factor;
         t.median_us += t.kernel_us[i];
       }
       t.repeat = 5;
@@ -64,7 +72,7 @@ class ScheduleDuels : public TempStoreTest {
 };
 
 TEST_F(ScheduleDuels, AScheduleTwoPercentFasterWinsItsDuelAndEntersThePlan) {
-  VectorBackend backend(0.98, 0.98);  // inside the unpaired rule's 3%, outside a round's 1%
+  VectorBackend backend(0.98, 0.98, 0.98);  // inside the unpaired rule's 3%, outside a round's 1%
   const TuneReport report = TuneChain(backend);
   ASSERT_EQ(report.duels.size(), 1u);
   const ScheduleDuel& duel = report.duels[0];
@@ -93,8 +101,29 @@ TEST_F(ScheduleDuels, AScheduleTwoPercentFasterWinsItsDuelAndEntersThePlan) {
   EXPECT_EQ(duels[0].at("won"), true);
 }
 
+TEST_F(ScheduleDuels, ADueledScheduleIsKeptUnlessTheRegionLosesItBeyondNoise) {
+  // The region's rounds see no difference (the group's gain diluted): the duel's winner stays.
+  VectorBackend even(0.98, 0.98, 1.0);
+  TuneReport report = TuneChain(even);
+  ASSERT_EQ(report.duels.size(), 1u);
+  EXPECT_TRUE(report.duels[0].won);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "vector=8");
+  EXPECT_EQ(report.regions[0].chosen, "tuned");
+  EXPECT_EQ(report.regions[0].decision.rfind("schedules that won their duels", 0), 0u)
+      << report.regions[0].decision;
+  EXPECT_NE(report.regions[0].decision.find("tuned kept"), std::string::npos);
+
+  // In sequence the schedule loses 5%: greedy on the defaults beats it and is kept.
+  std::filesystem::remove(path_);
+  VectorBackend slower(0.98, 0.98, 1.05);
+  report = TuneChain(slower);
+  EXPECT_TRUE(report.duels[0].won);
+  EXPECT_EQ(report.regions[0].chosen, "greedy") << report.regions[0].decision;
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "");
+}
+
 TEST_F(ScheduleDuels, AScheduleFasterOnlyInItsCandidateJobLosesItsDuel) {
-  VectorBackend backend(0.98, 1.0);  // a lucky candidate job; the same speed when paired
+  VectorBackend backend(0.98, 1.0, 1.0);  // a lucky candidate job; the same speed when paired
   const TuneReport report = TuneChain(backend);
   ASSERT_EQ(report.duels.size(), 1u);
   EXPECT_FALSE(report.duels[0].won) << report.duels[0].decision;
@@ -105,7 +134,7 @@ TEST_F(ScheduleDuels, AScheduleFasterOnlyInItsCandidateJobLosesItsDuel) {
 }
 
 TEST_F(ScheduleDuels, ScheduleWithinTheRoundFloorIsNotDueled) {
-  VectorBackend backend(0.995, 0.995);
+  VectorBackend backend(0.995, 0.995, 0.995);
   const TuneReport report = TuneChain(backend);
   EXPECT_TRUE(report.duels.empty());
   EXPECT_EQ(backend.duel_jobs(), 0);
@@ -113,7 +142,7 @@ TEST_F(ScheduleDuels, ScheduleWithinTheRoundFloorIsNotDueled) {
 }
 
 TEST_F(ScheduleDuels, AScheduleBeyondTheUnpairedRuleNeedsNoDuel) {
-  VectorBackend backend(0.9, 0.9);
+  VectorBackend backend(0.9, 0.9, 0.9);
   const TuneReport report = TuneChain(backend);
   EXPECT_TRUE(report.duels.empty());
   EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "vector=8");
