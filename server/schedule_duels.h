@@ -4,13 +4,14 @@
 // server/noise.h): the candidate jobs time each schedule once, beside compiles. Few gains worth
 // having got through that rule: weights packed once (wpack) ran 4-8% faster on BERT's denses
 // alone, yet at S = 256 tunes kept it in almost no region (BENCHMARKS.md, "Schedule duels").
-// A duel gives such a schedule a fair test. The group's fastest schedule by median, when it is
-// at least kRoundNoiseFloor faster than the default, is timed against the default in paired
-// rounds: alone on the worker, in an order rotated per round, decided by validation's sign test
-// (server/validation.h). A winner becomes the group's schedule for plan choice; validation then
-// still judges the whole plan against greedy on defaults.
-// Only groups of the regions' tuned plans are dueled, at most kMaxDuels, those with the most
-// microseconds to save first: a duel costs 2-9 paired rounds of its group.
+// A duel gives such a schedule a fair test. The group's fastest other schedule by median, unless
+// it is slower than the default beyond the unpaired noise floor, is timed against the default in
+// paired rounds: alone on the worker, in an order rotated per round, decided by validation's sign
+// test (server/validation.h). A winner becomes the group's schedule for plan choice; validation
+// then keeps a plan whose only schedule changes won duels unless a baseline beats it.
+// Only groups of the regions' tuned plans are dueled, at most kMaxDuels, the heaviest (by the
+// default's time) first: a duel costs 2-9 paired rounds of its group, and two when the schedules
+// are of one speed.
 #include <optional>
 #include <vector>
 

@@ -133,8 +133,18 @@ TEST_F(ScheduleDuels, AScheduleFasterOnlyInItsCandidateJobLosesItsDuel) {
   EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "") << "the default";
 }
 
-TEST_F(ScheduleDuels, ScheduleWithinTheRoundFloorIsNotDueled) {
-  VectorBackend backend(0.995, 0.995, 0.995);
+TEST_F(ScheduleDuels, AScheduleWithinTheRoundFloorLosesInTwoRounds) {
+  VectorBackend backend(1.01, 0.995, 0.995);  // a candidate figure 1% slower is still dueled
+  const TuneReport report = TuneChain(backend);
+  ASSERT_EQ(report.duels.size(), 1u);
+  EXPECT_FALSE(report.duels[0].won);
+  EXPECT_EQ(report.duels[0].rounds, 2);
+  EXPECT_EQ(backend.duel_jobs(), 2);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "");
+}
+
+TEST_F(ScheduleDuels, AScheduleSlowerBeyondTheUnpairedFloorIsNotDueled) {
+  VectorBackend backend(1.04, 0.9, 0.9);
   const TuneReport report = TuneChain(backend);
   EXPECT_TRUE(report.duels.empty());
   EXPECT_EQ(backend.duel_jobs(), 0);
