@@ -17,14 +17,14 @@ namespace {
 
 inline constexpr SlotLabels kDuelLabels = {"schedule", "default schedule", "unfused"};
 
-// The group's fastest schedule other than the default, when plan choice does not already use it
-// and its median is not slower than the default's beyond the unpaired noise floor: a candidate
-// job's single figure, timed beside compiles, put BERT's QKV dense on weights packed once 1% on
-// either side of its default in one tune and 5% ahead in the next.
+// The schedule to duel against the default: the one plan choice uses when the unpaired rule
+// picked it (confirmed or overturned by paired rounds), else the fastest other schedule unless
+// its median is slower than the default's beyond the unpaired noise floor. A candidate job's
+// single figure, timed beside compiles, put BERT's QKV dense on weights packed once 1% on either
+// side of its default in one tune and 5% ahead in the next.
 std::optional<size_t> Challenger(const GroupWork& gw) {
-  if (gw.schedules.size() < 2 || gw.dueled || gw.best_index() != 0 ||
-      !std::isfinite(gw.median_us[0]))
-    return std::nullopt;
+  if (gw.schedules.size() < 2 || gw.dueled || !std::isfinite(gw.median_us[0])) return std::nullopt;
+  if (gw.best_index() != 0) return gw.best_index();
   const size_t fastest =
       std::min_element(gw.median_us.begin() + 1, gw.median_us.end()) - gw.median_us.begin();
   if (!(gw.median_us[fastest] < gw.median_us[0] * (1 + kNoiseFloor))) return std::nullopt;
@@ -87,7 +87,7 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
     duel.decision = results[i].decision;
     duel.rounds = results[i].rounds;
     duel.won = results[i].chosen == kTuned;
-    if (duel.won) gw.dueled = entries[i].challenger;
+    gw.dueled = duel.won ? entries[i].challenger : 0;
     spdlog::debug("{} ({}): schedule '{}' against the default in {} paired rounds: {}", duel.group,
                   fmt::join(duel.ops, ", "), duel.schedule, duel.rounds, duel.decision);
     out.push_back(std::move(duel));

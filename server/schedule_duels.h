@@ -7,8 +7,10 @@
 // A duel gives such a schedule a fair test. The group's fastest other schedule by median, unless
 // it is slower than the default beyond the unpaired noise floor, is timed against the default in
 // paired rounds: alone on the worker, in an order rotated per round, decided by validation's sign
-// test (server/validation.h). A winner becomes the group's schedule for plan choice; validation
-// then keeps a plan whose only schedule changes won duels unless a baseline beats it.
+// test (server/validation.h). A schedule the unpaired rule picked is dueled too, and loses its
+// place if it loses the duel: the group's schedule then rests on paired rounds either way. The
+// duel's winner becomes the group's schedule for plan choice; validation then keeps a plan whose
+// only schedule changes won duels unless a baseline beats it.
 // Only groups of the regions' tuned plans are dueled, at most kMaxDuels, the heaviest (by the
 // default's time) first: a duel costs 2-9 paired rounds of its group, and two when the schedules
 // are of one speed.
@@ -24,8 +26,9 @@ namespace fusetune {
 
 inline constexpr int kMaxDuels = 6;
 
-// Duels the groups of `tuned` (per entry of plan.regions, in `graph`'s ids) and marks the
-// winners (GroupWork::dueled). Returns every duel run, won or not.
+// Duels the groups of `tuned` (per entry of plan.regions, in `graph`'s ids) and marks each
+// dueled group's winner (GroupWork::dueled: the challenger, or 0 for the default). Returns every
+// duel run, won or not.
 std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
                                         const std::vector<std::optional<Plan>>& tuned,
                                         MeasurementPlan& plan, JobRunner& runner);

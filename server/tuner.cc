@@ -2,7 +2,6 @@
 // stage logs what it decided at --log-level debug, so a user can follow why a plan won.
 #include "server/tuner.h"
 
-#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -62,10 +61,9 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     std::vector<RegionWinner> winners = warm.final_winners;
     if (!plan.regions.empty()) {
       std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);
+      // A duel can change a group's schedule and time either way: the covers are chosen again.
       report.duels = DuelSchedules(graph, tuned, plan, runner);
-      if (std::any_of(report.duels.begin(), report.duels.end(),
-                      [](const ScheduleDuel& d) { return d.won; }))
-        tuned = ChooseTunedPlans(graph, regions, plan);
+      if (!report.duels.empty()) tuned = ChooseTunedPlans(graph, regions, plan);
       for (RegionWinner& w : ValidateRegions(policy, regions, plan, tuned, runner))
         winners.push_back(std::move(w));
     }

@@ -100,7 +100,7 @@ bool OnlyDueledSchedules(const Graph& g, const Subgraph& sub, const Plan& tuned,
     auto it = groups.find(Signature(g, nodes));
     if (it == groups.end()) return false;
     const GroupWork& gw = it->second;
-    if (gw.dueled && pg.schedule == gw.schedules[*gw.dueled])
+    if (gw.dueled && *gw.dueled != 0 && pg.schedule == gw.schedules[*gw.dueled])
       dueled = true;
     else if (!(pg.schedule == gw.schedules[0]))
       return false;

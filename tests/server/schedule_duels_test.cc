@@ -151,11 +151,22 @@ TEST_F(ScheduleDuels, AScheduleSlowerBeyondTheUnpairedFloorIsNotDueled) {
   EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "");
 }
 
-TEST_F(ScheduleDuels, AScheduleBeyondTheUnpairedRuleNeedsNoDuel) {
+TEST_F(ScheduleDuels, AScheduleTheUnpairedRulePickedIsConfirmedByItsDuel) {
   VectorBackend backend(0.9, 0.9, 0.9);
   const TuneReport report = TuneChain(backend);
-  EXPECT_TRUE(report.duels.empty());
+  ASSERT_EQ(report.duels.size(), 1u);
+  EXPECT_TRUE(report.duels[0].won);
   EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "vector=8");
+  EXPECT_EQ(report.regions[0].decision.rfind("schedules that won their duels", 0), 0u);
+}
+
+TEST_F(ScheduleDuels, AScheduleTheUnpairedRulePickedGivesWayWhenItLosesItsDuel) {
+  VectorBackend backend(0.9, 1.0, 1.0);  // one lucky candidate figure, 10% ahead
+  const TuneReport report = TuneChain(backend);
+  ASSERT_EQ(report.duels.size(), 1u);
+  EXPECT_FALSE(report.duels[0].won);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "") << "back to the default";
+  EXPECT_EQ(report.regions[0].chosen, "greedy") << report.regions[0].decision;
 }
 
 }  // namespace

@@ -247,9 +247,9 @@ TEST_F(ScheduleSearchTune, TheSearchFindsAFasterScheduleBeyondTheFirstRankedAndS
   EXPECT_EQ(again.candidates_measured, 0);
   EXPECT_GT(again.measurements_reused, 0);
   EXPECT_EQ(again.regions[0].plan.size(), with.regions[0].plan.size());
-  // Validation only (one region, the whole graph): the searched schedule, greedy and unfused on
-  // the defaults, until the searched one wins (5 rounds).
-  EXPECT_LE(backend.plans_run - before, 3 * 5) << "validation only";
+  // The searched schedule's duel against the default (5 rounds of 2) and validation (one region,
+  // the whole graph: the searched schedule, greedy and unfused on the defaults), nothing else.
+  EXPECT_LE(backend.plans_run - before, 2 * 5 + 3 * 5) << "the duel and validation only";
 }
 
 TEST_F(ScheduleSearchTune, ARankerFromTheStoreTrainsOnTheFirstOrderAskedForAndOnlyOnce) {
