@@ -1,7 +1,11 @@
 #include "server/plan_choice.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
+#include "ir/text/signature.h"
+#include "server/noise.h"
 #include "server/partition_search.h"
 #include "server/stage_log.h"
 
@@ -9,6 +13,24 @@ namespace fusetune {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Greedy's grouping of the region (in `graph`'s ids), each group on its best schedule, with the
+// sum of their times; nullopt when a group of it has no valid measurement.
+std::optional<std::pair<Plan, double>> GreedyCover(const Graph& graph, const RegionSearch& rs,
+                                                   const MeasurementPlan& plan) {
+  Plan cover{"tuned", {}};
+  double us = 0;
+  for (const PlanGroup& pg : rs.sub.PlanToOriginal(rs.greedy).groups) {
+    std::vector<ValueId> nodes = pg.nodes;
+    std::sort(nodes.begin(), nodes.end());
+    auto it = plan.groups.find(Signature(graph, nodes));
+    if (it == plan.groups.end() || plan.pruned.count(it->first) || !(it->second.best_us() < kInf))
+      return std::nullopt;
+    us += it->second.best_us();
+    cover.groups.push_back({pg.nodes, it->second.best_schedule()});
+  }
+  return std::make_pair(std::move(cover), us);
+}
 
 std::string CoverText(const Graph& g, const Region& region, const Partition& p) {
   if (!p.found()) return "none";
@@ -37,6 +59,16 @@ std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
                   CoverText(graph, tr.region, ranked.runner_up));
     if (!ranked.best.found()) {
       out.push_back(std::nullopt);
+      continue;
+    }
+    // Another grouping within the unpaired noise of greedy's is no evidence against the rules:
+    // greedy's grouping is then the tuned plan, carrying what the search found for its groups'
+    // schedules (which validation can then judge as schedules, server/validation.h).
+    if (auto greedy = GreedyCover(graph, rs, plan);
+        greedy && greedy->second <= ranked.best.cost * (1 + kNoiseFloor)) {
+      spdlog::debug("region {}: greedy's grouping {:.2f} µs, within noise of the best cover: kept",
+                    tr.signature, greedy->second);
+      out.push_back(std::move(greedy->first));
       continue;
     }
     Plan tuned{"tuned", {}};

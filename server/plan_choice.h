@@ -1,8 +1,9 @@
 #pragma once
 // Stage: plan choice. Per searched region, the partition DP (server/partition_search.h) over its
 // candidate groups at their fastest measured time, a pruned or invalid group never chosen: the
-// fastest exact cover, with each group's fastest schedule. This is where a later cost model that
-// ranks schedules, or new kinds of fusion, hand their candidates to the DP.
+// fastest exact cover, with each group's fastest schedule; greedy's grouping instead when its
+// groups' times sum within the unpaired noise floor (3%) of that cover's. This is where a later
+// cost model that ranks schedules, or new kinds of fusion, hand their candidates to the DP.
 #include <optional>
 #include <vector>
 
