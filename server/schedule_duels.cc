@@ -52,11 +52,18 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
       if (std::optional<size_t> c = Challenger(gw)) entries.push_back({&gw, *c});
     }
   }
-  // The heaviest groups first: there a schedule's few percent are worth most.
+  // Every pick of the unpaired rule, then the heaviest groups first: there a schedule's few
+  // percent are worth most.
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    const bool a_picked = a.gw->best_index() != 0, b_picked = b.gw->best_index() != 0;
+    if (a_picked != b_picked) return a_picked;
     return a.gw->median_us[0] > b.gw->median_us[0];
   });
-  if (entries.size() > static_cast<size_t>(kMaxDuels)) entries.resize(kMaxDuels);
+  size_t keep = 0;
+  while (keep < entries.size() &&
+         (entries[keep].gw->best_index() != 0 || keep < static_cast<size_t>(kMaxDuels)))
+    ++keep;
+  entries.resize(keep);
   if (entries.empty()) return {};
 
   // Each group as a graph of its own, as its candidate jobs timed it (JobFor).

@@ -11,9 +11,10 @@
 // place if it loses the duel: the group's schedule then rests on paired rounds either way. The
 // duel's winner becomes the group's schedule for plan choice; validation then keeps a plan whose
 // only schedule changes won duels unless a baseline beats it.
-// Only groups of the regions' tuned plans are dueled, at most kMaxDuels, the heaviest (by the
-// default's time) first: a duel costs 2-9 paired rounds of its group, and two when the schedules
-// are of one speed.
+// Only groups of the regions' tuned plans are dueled: every schedule the unpaired rule picked
+// (so a plan whose schedule changes all won duels is judged as such by validation), and of the
+// rest at most kMaxDuels in all, the heaviest (by the default's time) first: a duel costs 2-9
+// paired rounds of its group, and two when the schedules are of one speed.
 #include <optional>
 #include <vector>
 
