@@ -10,11 +10,12 @@
 //   (5 of 5, 7 of 8, 8 of 9 rounds).
 // Both baselines run on default schedules (WithDefaultSchedules), as a rules-only compiler would:
 // every searched decision, of grouping and of schedule, is in the tuned slot, so a schedule that
-// won per group, timed alone, is kept only if the plan holding it also wins in sequence. (It need
-// not: at 2 threads a BERT layer's searched schedules won group by group and lost 11% as a
-// whole.) The unfused slot is on defaults too, not on the measured schedules: unfused on searched
-// schedules is a searched plan, one the partition search could pick as tuned (single ops are
-// candidates), and in the slot simpler than tuned it would be kept over a faster tuned plan
+// won per group, timed alone, is kept only if the plan holding it also wins in sequence, or, when
+// it won a paired duel (server/schedule_duels.h), does not lose in sequence (see ValidateRegions).
+// (It need not win: at 2 threads a BERT layer's searched schedules won group by group and lost
+// 11% as a whole.) The unfused slot is on defaults too, not on the measured schedules: unfused on
+// searched schedules is a searched plan, one the partition search could pick as tuned (single ops
+// are candidates), and in the slot simpler than tuned it would be kept over a faster tuned plan
 // within noise without being any simpler; on defaults it is the other rules-only baseline, the
 // same plan `cache verify` re-times. A tuned plan with greedy's grouping on other schedules is
 // named for what it is: "searched schedules 0.97× vs greedy on defaults, within noise".
