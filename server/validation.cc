@@ -114,6 +114,19 @@ void SetDefaultBaselines(const Graph& g, const RegionSearch& rs, int threads, Th
   way.plans[kUnfused] = WithDefaultSchedules(g, UnfusedPlan(rs.sub.graph), threads, &rs.sub);
 }
 
+// Times `retimed`, the ways `again` of `ways` with other plans, and puts them and their results
+// in place.
+void RetimeWays(const std::vector<size_t>& again, std::vector<ThreeWay> retimed,
+                std::vector<ThreeWay>& ways, JobRunner& runner,
+                std::vector<ThreeWayResult>& results) {
+  if (again.empty()) return;
+  std::vector<ThreeWayResult> res = TimeThreeWays(retimed, runner, "validating");
+  for (size_t j = 0; j < again.size(); ++j) {
+    ways[again[j]] = std::move(retimed[j]);
+    results[again[j]] = std::move(res[j]);
+  }
+}
+
 // kFromTuned: a transferred schedule that fails at these sizes (a compile error, a wrong result)
 // must not take the baselines down with it. A way whose greedy or unfused plan failed on the
 // tuned plan's schedules is timed again with its baselines on default schedules (kDefaults), as
@@ -141,12 +154,7 @@ void RetimeFailedBaselines(const Graph& g, const MeasurementPlan& plan, int thre
     again.push_back(i);
     retimed.push_back(std::move(way));
   }
-  if (again.empty()) return;
-  std::vector<ThreeWayResult> res = TimeThreeWays(retimed, runner, "validating");
-  for (size_t j = 0; j < again.size(); ++j) {
-    ways[again[j]] = std::move(retimed[j]);
-    results[again[j]] = std::move(res[j]);
-  }
+  RetimeWays(again, std::move(retimed), ways, runner, results);
 }
 
 // time_unfused false: a region none of whose plans ran is timed again with its unfused plan (on
@@ -165,12 +173,7 @@ void TimeUnfusedWhereNothingRan(const Graph& g, const MeasurementPlan& plan, int
     again.push_back(i);
     retimed.push_back(std::move(way));
   }
-  if (again.empty()) return;
-  std::vector<ThreeWayResult> res = TimeThreeWays(retimed, runner, "validating");
-  for (size_t j = 0; j < again.size(); ++j) {
-    ways[again[j]] = std::move(retimed[j]);
-    results[again[j]] = std::move(res[j]);
-  }
+  RetimeWays(again, std::move(retimed), ways, runner, results);
 }
 
 }  // namespace
