@@ -26,6 +26,8 @@
 namespace fusetune {
 
 inline constexpr int kMaxDuels = 6;
+// Rounds of duels and plan choice, while a new cover holds groups not yet dueled.
+inline constexpr int kDuelPasses = 3;
 
 // Duels the groups of `tuned` (per entry of plan.regions, in `graph`'s ids) and marks each
 // dueled group's winner (GroupWork::dueled: the challenger, or 0 for the default). Returns every

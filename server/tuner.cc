@@ -61,9 +61,15 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     std::vector<RegionWinner> winners = warm.final_winners;
     if (!plan.regions.empty()) {
       std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);
-      // A duel can change a group's schedule and time either way: the covers are chosen again.
-      report.duels = DuelSchedules(graph, tuned, plan, runner);
-      if (!report.duels.empty()) tuned = ChooseTunedPlans(graph, regions, plan);
+      // A duel can change a group's schedule and time either way: the covers are chosen again,
+      // and a group new to them is dueled in turn (no group twice; a bound on the passes).
+      for (int pass = 0; pass < kDuelPasses; ++pass) {
+        std::vector<ScheduleDuel> duels = DuelSchedules(graph, tuned, plan, runner);
+        if (duels.empty()) break;
+        report.duels.insert(report.duels.end(), std::make_move_iterator(duels.begin()),
+                            std::make_move_iterator(duels.end()));
+        tuned = ChooseTunedPlans(graph, regions, plan);
+      }
       for (RegionWinner& w : ValidateRegions(policy, regions, plan, tuned, runner))
         winners.push_back(std::move(w));
     }
