@@ -79,10 +79,10 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
     way.graph = &subs.back().graph;
     way.plans[kTuned] = Plan{"tuned", {{all, e.gw->schedules[e.challenger]}}};
     way.plans[kGreedy] = Plan{"greedy", {{all, e.gw->schedules[0]}}};
+    way.labels = &kDuelLabels;
     ways.push_back(std::move(way));
   }
-  const std::vector<ThreeWayResult> results =
-      TimeThreeWays(ways, runner, "dueling schedules", kSimplestFirst, &kDuelLabels);
+  const std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "dueling schedules");
 
   std::vector<ScheduleDuel> out;
   for (size_t i = 0; i < entries.size(); ++i) {

@@ -265,8 +265,7 @@ NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int 
 }
 
 std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, JobRunner& runner,
-                                          const std::string& phase, const SlotOrder& order,
-                                          const SlotLabels* labels) {
+                                          const std::string& phase, const SlotOrder& order) {
   // Per way: its distinct plans (named by the simplest slot holding each) and which slot is which.
   struct Prepared {
     std::string graph_text;
@@ -295,8 +294,8 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
     }
     prep[i].graph_text = PrintRelay(*ways[i].graph);
     const std::optional<Plan>&tuned = ways[i].plans[kTuned], &greedy = ways[i].plans[kGreedy];
-    if (labels)
-      prep[i].labels = labels;
+    if (ways[i].labels)
+      prep[i].labels = ways[i].labels;
     else if (tuned && greedy && SameGrouping(*tuned, *greedy) && !SamePlan(*tuned, *greedy))
       prep[i].labels = &kScheduleLabels;
     prep[i].failed.assign(distinct.size(), false);

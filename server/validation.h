@@ -101,7 +101,8 @@ double SignTestP(int wins, int n);
 struct ThreeWay {
   const Graph* graph = nullptr;
   std::optional<Plan> plans[3];
-  const SlotOrder* order = nullptr;  // instead of TimeThreeWays' order, for this way
+  const SlotOrder* order = nullptr;    // instead of TimeThreeWays' order, for this way
+  const SlotLabels* labels = nullptr;  // what the decision calls the plans, when not the default
 };
 
 struct ThreeWayResult {
@@ -118,11 +119,10 @@ struct ThreeWayResult {
 // Times the plans of every ThreeWay in paired rounds (see above), as the progress phase `phase`,
 // and decides each. A plan equal to another of its graph (the tuned plan is often the greedy one)
 // is timed once and shares its figures. A tuned plan with the greedy plan's grouping on other
-// schedules is compared under kScheduleLabels, unless `labels` names the plans of every way.
+// schedules is compared under kScheduleLabels, unless the way names its plans (ThreeWay::labels).
 std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, JobRunner& runner,
                                           const std::string& phase,
-                                          const SlotOrder& order = kSimplestFirst,
-                                          const SlotLabels* labels = nullptr);
+                                          const SlotOrder& order = kSimplestFirst);
 
 // The validated winner of one searched region.
 struct RegionWinner {
