@@ -57,17 +57,21 @@ GroupWork NewGroup(const Graph& g, const FusedGroup& group, std::string signatur
 
 }  // namespace
 
+GroupGraph GroupAsGraph(const Graph& graph, const GroupWork& gw) {
+  GroupGraph out{ExtractSubgraph(graph, gw.canon.inputs, gw.canon.nodes, gw.canon.outputs), {}};
+  for (ValueId v : gw.canon.nodes) out.nodes.push_back(out.sub.ToSub(v));
+  std::sort(out.nodes.begin(), out.nodes.end());
+  return out;
+}
+
 PlannedJob JobFor(const Graph& g, const GroupWork& gw, std::vector<size_t> missing) {
-  Subgraph sub = ExtractSubgraph(g, gw.canon.inputs, gw.canon.nodes, gw.canon.outputs);
-  std::vector<ValueId> all;
-  for (ValueId v : gw.canon.nodes) all.push_back(sub.ToSub(v));
-  std::sort(all.begin(), all.end());
+  const GroupGraph group = GroupAsGraph(g, gw);
   PlannedJob planned;
   planned.signature = gw.signature;
-  planned.job.graph_text = PrintRelay(sub.graph);
+  planned.job.graph_text = PrintRelay(group.sub.graph);
   for (size_t s : missing) {
-    Plan plan{fmt::format("s{}", s), {{all, gw.schedules[s]}}};
-    planned.job.plans.push_back({plan.name, PlanToJson(sub.graph, plan)});
+    Plan plan{fmt::format("s{}", s), {{group.nodes, gw.schedules[s]}}};
+    planned.job.plans.push_back({plan.name, PlanToJson(group.sub.graph, plan)});
   }
   planned.schedules = std::move(missing);
   return planned;

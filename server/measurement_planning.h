@@ -70,6 +70,14 @@ struct RegionSearch {
   int measured = 0;                     // filled by measuring
 };
 
+// A group as a graph of its own: what its candidate jobs and its duel (server/schedule_duels.h)
+// time, with the group's nodes in that graph's ids (sorted).
+struct GroupGraph {
+  Subgraph sub;
+  std::vector<ValueId> nodes;
+};
+GroupGraph GroupAsGraph(const Graph& graph, const GroupWork& gw);
+
 // The schedules of one group still to measure, as one job (a graph that is the group, one plan
 // per schedule).
 struct PlannedJob {

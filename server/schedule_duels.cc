@@ -67,18 +67,14 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
   if (entries.empty()) return {};
 
   // Each group as a graph of its own, as its candidate jobs timed it (JobFor).
-  std::deque<Subgraph> subs;
+  std::deque<GroupGraph> groups;
   std::vector<ThreeWay> ways;
   for (const Entry& e : entries) {
-    const CanonicalForm& canon = e.gw->canon;
-    subs.push_back(ExtractSubgraph(graph, canon.inputs, canon.nodes, canon.outputs));
-    std::vector<ValueId> all;
-    for (ValueId v : canon.nodes) all.push_back(subs.back().ToSub(v));
-    std::sort(all.begin(), all.end());
+    const GroupGraph& group = groups.emplace_back(GroupAsGraph(graph, *e.gw));
     ThreeWay way;
-    way.graph = &subs.back().graph;
-    way.plans[kTuned] = Plan{"tuned", {{all, e.gw->schedules[e.challenger]}}};
-    way.plans[kGreedy] = Plan{"greedy", {{all, e.gw->schedules[0]}}};
+    way.graph = &group.sub.graph;
+    way.plans[kTuned] = Plan{"tuned", {{group.nodes, e.gw->schedules[e.challenger]}}};
+    way.plans[kGreedy] = Plan{"greedy", {{group.nodes, e.gw->schedules[0]}}};
     way.labels = &kDuelLabels;
     ways.push_back(std::move(way));
   }
