@@ -1,7 +1,5 @@
 #include "server/plan_choice.h"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
 
 #include "ir/text/signature.h"
@@ -21,9 +19,7 @@ std::optional<std::pair<Plan, double>> GreedyCover(const Graph& graph, const Reg
   Plan cover{"tuned", {}};
   double us = 0;
   for (const PlanGroup& pg : rs.sub.PlanToOriginal(rs.greedy).groups) {
-    std::vector<ValueId> nodes = pg.nodes;
-    std::sort(nodes.begin(), nodes.end());
-    auto it = plan.groups.find(Signature(graph, nodes));
+    auto it = plan.groups.find(Signature(graph, pg.nodes));
     if (it == plan.groups.end() || plan.pruned.count(it->first) || !(it->second.best_us() < kInf))
       return std::nullopt;
     us += it->second.best_us();

@@ -71,6 +71,15 @@ Comparison Compare(const std::vector<RoundFigures>& rounds, int challenger, int 
 
 std::string Us(double us) { return us < kInf ? fmt::format("{:.2f} µs", us) : "failed"; }
 
+// The search's measured group that `pg` (sub's ids) is, or nullptr when it planned none.
+const GroupWork* MeasuredGroup(const Graph& g, const Subgraph& sub, const PlanGroup& pg,
+                               const MeasuredGroups& groups) {
+  std::vector<ValueId> nodes;
+  for (ValueId v : pg.nodes) nodes.push_back(sub.ToOriginal(v));
+  auto it = groups.find(Signature(g, nodes));
+  return it == groups.end() ? nullptr : &it->second;
+}
+
 // BaselineSchedules::kFromTuned: each group of `baseline` (sub's ids) that has no measurement at
 // these sizes takes the schedule of the tuned plan's group with the same nodes, if there is one.
 Plan WithTunedSchedules(const Graph& g, const Subgraph& sub, Plan baseline, const Plan& tuned,
@@ -79,10 +88,8 @@ Plan WithTunedSchedules(const Graph& g, const Subgraph& sub, Plan baseline, cons
     auto same = std::find_if(tuned.groups.begin(), tuned.groups.end(),
                              [&](const PlanGroup& t) { return t.nodes == pg.nodes; });
     if (same == tuned.groups.end()) continue;
-    std::vector<ValueId> nodes;
-    for (ValueId v : pg.nodes) nodes.push_back(sub.ToOriginal(v));
-    auto it = groups.find(Signature(g, nodes));
-    if (it == groups.end() || !(it->second.best_us() < kInf)) pg.schedule = same->schedule;
+    const GroupWork* gw = MeasuredGroup(g, sub, pg, groups);
+    if (!gw || !(gw->best_us() < kInf)) pg.schedule = same->schedule;
   }
   return baseline;
 }
@@ -94,15 +101,11 @@ bool OnlyDueledSchedules(const Graph& g, const Subgraph& sub, const Plan& tuned,
   if (!SameGrouping(tuned, greedy)) return false;
   bool dueled = false;
   for (const PlanGroup& pg : tuned.groups) {
-    std::vector<ValueId> nodes;
-    for (ValueId v : pg.nodes) nodes.push_back(sub.ToOriginal(v));
-    std::sort(nodes.begin(), nodes.end());
-    auto it = groups.find(Signature(g, nodes));
-    if (it == groups.end()) return false;
-    const GroupWork& gw = it->second;
-    if (gw.dueled && *gw.dueled != 0 && pg.schedule == gw.schedules[*gw.dueled])
+    const GroupWork* gw = MeasuredGroup(g, sub, pg, groups);
+    if (!gw) return false;
+    if (gw->dueled && *gw->dueled != 0 && pg.schedule == gw->schedules[*gw->dueled])
       dueled = true;
-    else if (!(pg.schedule == gw.schedules[0]))
+    else if (!(pg.schedule == gw->schedules[0]))
       return false;
   }
   return dueled;
