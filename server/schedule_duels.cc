@@ -39,6 +39,7 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
   struct Entry {
     GroupWork* gw;
     size_t challenger;
+    bool picked;  // by the unpaired rule: dueled whatever the cap
   };
   std::vector<Entry> entries;
   std::set<std::string> seen;
@@ -49,19 +50,18 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
       auto it = plan.groups.find(sig);
       if (it == plan.groups.end() || plan.pruned.count(sig) || !seen.insert(sig).second) continue;
       GroupWork& gw = it->second;
-      if (std::optional<size_t> c = Challenger(gw)) entries.push_back({&gw, *c});
+      if (std::optional<size_t> c = Challenger(gw))
+        entries.push_back({&gw, *c, *c == gw.best_index()});
     }
   }
   // Every pick of the unpaired rule, then the heaviest groups first: there a schedule's few
   // percent are worth most.
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    const bool a_picked = a.gw->best_index() != 0, b_picked = b.gw->best_index() != 0;
-    if (a_picked != b_picked) return a_picked;
+    if (a.picked != b.picked) return a.picked;
     return a.gw->median_us[0] > b.gw->median_us[0];
   });
   size_t keep = 0;
-  while (keep < entries.size() &&
-         (entries[keep].gw->best_index() != 0 || keep < static_cast<size_t>(kMaxDuels)))
+  while (keep < entries.size() && (entries[keep].picked || keep < static_cast<size_t>(kMaxDuels)))
     ++keep;
   entries.resize(keep);
   if (entries.empty()) return {};
