@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/commands.h"
+#include "client/tune_table.h"
 #include "db/cache.h"
 #include "db/database.h"
 #include "db/default_path.h"
@@ -91,15 +92,10 @@ std::string Join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
-// A stored figure: "-" when not timed (a warm-only tune's unfused plan), "failed" when it failed.
-std::string UsText(double us) {
-  if (std::isnan(us)) return "-";
-  return std::isfinite(us) ? fmt::format("{:.2f}", us) : "failed";
-}
-
-// The speedup of the stored plan over the better baseline, e.g. "1.31x".
+// The speedup of the stored plan over the better baseline, e.g. "1.31x"; an unfused plan not
+// timed (NaN) is no baseline.
 std::string Speedup(const db::BestPlanRecord& p) {
-  double baseline = std::min(p.greedy_us, p.unfused_us);
+  double baseline = std::fmin(p.greedy_us, p.unfused_us);
   double chosen = p.ChosenUs();
   return chosen > 0 && baseline > 0 ? fmt::format("{:.2f}x", baseline / chosen) : "-";
 }
@@ -237,7 +233,7 @@ void RunLs(const CacheFlags& f) {
     std::cout << fmt::format(
         "{:<16} {:<24} {:>3} {:>3}  {:<7} {:>11.2f} {:>11.2f} {:>11} {:>7}  {}\n",
         p.key.region_signature.substr(0, 16), target, p.key.threads, p.key.search_version, p.chosen,
-        p.tuned_us, p.greedy_us, UsText(p.unfused_us), Speedup(p), Join(p.ops, ","));
+        p.tuned_us, p.greedy_us, UsText(p.unfused_us, 2), Speedup(p), Join(p.ops, ","));
   }
   std::cout << fmt::format(
       "{} plan{} shown; the cache holds {} best plans, {} measurements ({} invalid), {} "
@@ -286,7 +282,7 @@ void RunShow(const CacheFlags& f) {
       std::cout << fmt::format("  chosen          {} ({} over the better baseline)\n", p.chosen,
                                Speedup(p));
       std::cout << fmt::format("  tuned / greedy / unfused  {:.2f} / {:.2f} / {} us\n", p.tuned_us,
-                               p.greedy_us, UsText(p.unfused_us));
+                               p.greedy_us, UsText(p.unfused_us, 2));
       if (!p.decision.empty()) std::cout << fmt::format("  decision        {}\n", p.decision);
       if (p.margin || p.rounds) {
         std::cout << fmt::format("  margin          {} over {} paired rounds\n",
@@ -316,7 +312,7 @@ void RunShow(const CacheFlags& f) {
             "    {}  {}: {} at {:.2f} us (tuned / greedy / unfused {:.2f} / {:.2f} / {}), "
             "stored {}\n",
             FormatTime(r.replaced_at), r.reason, r.plan.chosen, r.plan.ChosenUs(), r.plan.tuned_us,
-            r.plan.greedy_us, UsText(r.plan.unfused_us), FormatTime(r.plan.created_at));
+            r.plan.greedy_us, UsText(r.plan.unfused_us, 2), FormatTime(r.plan.created_at));
       }
     }
   }

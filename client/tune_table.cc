@@ -8,12 +8,6 @@
 namespace fusetune::cli {
 namespace {
 
-// NaN: not measured (a transferred plan); infinity: the plan failed.
-std::string Us(double us) {
-  if (std::isnan(us)) return "-";
-  return std::isfinite(us) ? fmt::format("{:.1f}", us) : "failed";
-}
-
 std::string Speedup(double base, double tuned) {
   if (!std::isfinite(base) || !std::isfinite(tuned) || tuned <= 0) return "-";
   return fmt::format("{:.2f}x", base / tuned);
@@ -61,14 +55,20 @@ std::string ChangesText(const Graph& graph, const TuneReport& r) {
 }  // namespace
 
 std::string WarmStartText(const WarmStartReport& w) {
-  const std::string head = fmt::format(
-      "warm start from {}: its plan {} µs here ({} after {} rounds, {:.1f} s)", w.from,
-      Us(w.transferred_us), w.chosen == "tuned" ? "kept" : w.chosen + " kept", w.rounds, w.seconds);
+  const std::string head =
+      fmt::format("warm start from {}: its plan {} µs here ({} after {} rounds, {:.1f} s)", w.from,
+                  UsText(w.transferred_us, 1), w.chosen == "tuned" ? "kept" : w.chosen + " kept",
+                  w.rounds, w.seconds);
   if (!w.searched)
     return head + fmt::format("; 0 measurements instead of the search's {} (--warm-only)",
                               w.search_candidates);
   return head +
          fmt::format("; then {} measurements, the family's groups first", w.search_candidates);
+}
+
+std::string UsText(double us, int decimals) {
+  if (std::isnan(us)) return "-";
+  return std::isfinite(us) ? fmt::format("{:.{}f}", us, decimals) : "failed";
 }
 
 std::string ShortTarget(const std::string& fingerprint) {
@@ -97,14 +97,14 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
                          : warm_only   ? "warm"
                                        : fmt::format("{}+{}", rr.measured, rr.reused);
     out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", i + 1,
-                       OpsSummary(rr.ops, kOpsWidth), kOpsWidth, source, Us(rr.tuned_us),
-                       Us(rr.greedy_us), Us(rr.unfused_us), Speedup(rr.greedy_us, rr.tuned_us),
-                       Speedup(rr.unfused_us, rr.tuned_us));
+                       OpsSummary(rr.ops, kOpsWidth), kOpsWidth, source, UsText(rr.tuned_us, 1),
+                       UsText(rr.greedy_us, 1), UsText(rr.unfused_us, 1),
+                       Speedup(rr.greedy_us, rr.tuned_us), Speedup(rr.unfused_us, rr.tuned_us));
   }
   out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", "",
                      "whole graph", kOpsWidth, r.totals_measured ? "timed" : "sum",
-                     Us(r.total_tuned_us), Us(r.total_greedy_us), Us(r.total_unfused_us),
-                     Speedup(r.total_greedy_us, r.total_tuned_us),
+                     UsText(r.total_tuned_us, 1), UsText(r.total_greedy_us, 1),
+                     UsText(r.total_unfused_us, 1), Speedup(r.total_greedy_us, r.total_tuned_us),
                      Speedup(r.total_unfused_us, r.total_tuned_us));
   out +=
       "\nchosen kernels per region (the simplest of greedy, unfused and tuned is kept unless a "

@@ -14,6 +14,10 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
 // the search's 12 (--warm-only)": how a warm-started tune began, for the table.
 std::string WarmStartText(const WarmStartReport& w);
 
+// A time in µs with `decimals` digits: "-" when not measured (NaN: a transferred plan, a warm-only
+// tune's unfused plan), "failed" when the plan failed (infinity).
+std::string UsText(double us, int decimals);
+
 // "x86_64-pc-linux-gnu generic, 112 features" from a full fingerprint.
 std::string ShortTarget(const std::string& fingerprint);
 
