@@ -24,6 +24,7 @@
 #include "server/plan_verification.h"
 #include "server/region_formation.h"
 #include "server/request_policy.h"
+#include "server/validation.h"
 
 namespace fusetune::cli {
 namespace {
@@ -134,7 +135,7 @@ void RunVerify(const VerifyFlags& f) {
                              v.stored.key.threads, v.stored.chosen, Us(v.stored_us),
                              Us(v.greedy_us), Us(v.unfused_us),
                              v.replaced ? "replaced by " + v.kept : "kept");
-    std::cout << fmt::format("{:<14} {} ({} rounds)\n", "", v.decision, v.rounds);
+    std::cout << fmt::format("{:<14} {} ({})\n", "", v.decision, RoundsText(v.rounds));
   }
   std::cout << fmt::format(
       "\n{} verified, {} replaced, {} skipped (\"tuned\" above is the stored plan)\n",

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "server/validation.h"
+
 namespace fusetune::cli {
 namespace {
 
@@ -120,7 +122,7 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
     out += fmt::format("{:>3}  {:<8}{}\n", i + 1, rr.chosen, groups);
     if (!rr.decision.empty())
       out += fmt::format("     {}{}\n", rr.decision,
-                         rr.rounds > 0 ? fmt::format(" ({} rounds)", rr.rounds) : "");
+                         rr.rounds > 0 ? fmt::format(" ({})", RoundsText(rr.rounds)) : "");
     if (!rr.transferred_from.empty())
       out += fmt::format("     transferred, not measured at this size: the plan tuned at {}\n",
                          rr.transferred_from);
@@ -150,7 +152,10 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
         "won\n",
         won, r.duels.size());
     for (const ScheduleDuel& d : r.duels)
-      if (d.won) out += fmt::format("  {} ({}): {}\n", d.group, fmt::join(d.ops, ", "), d.schedule);
+      if (d.won)
+        out += fmt::format(
+            "  {} ({}): {}{}\n", d.group, fmt::join(d.ops, ", "), d.schedule,
+            d.kept_unless_beaten ? " (weights packed once; the default did not win)" : "");
   }
   out += "source: measured+reused (group, schedule) pairs, or cache = the region's stored plan\n";
   if (any_transferred)

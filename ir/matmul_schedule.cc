@@ -149,6 +149,13 @@ static Schedule ToSchedule(const MatmulTiling& t) {
   return s;  // "l2" only chose nc, which is spelled
 }
 
+std::optional<Schedule> WeightsPackedTwin(const Schedule& s) {
+  if (s.Get("wpack", 0)) return std::nullopt;
+  Schedule twin = s;
+  twin.Set("wpack", 1);
+  return twin;
+}
+
 Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
                              const MatmulLayout& to, int threads) {
   const MatmulTiling was = ResolveMatmulTiling(from, tuned, threads);

@@ -26,6 +26,7 @@
 //           another kernel computes B the kernel packs per call (a plan served to another graph),
 //           and a prologue on B is refused. Spelled only as wpack=1
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/op.h"
@@ -68,6 +69,11 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& layout, const Schedule& sch
 // schedule for `from`.
 Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
                              const MatmulLayout& to, int threads);
+
+// `s` with the weights packed once (wpack=1) and no other knob changed: the same arithmetic in the
+// same order, with B's packing moved from every call to bind time. It is in the space of a group
+// whose B is constant when `s` is; none for a schedule already on wpack.
+std::optional<Schedule> WeightsPackedTwin(const Schedule& s);
 
 // The bounded schedule space of one problem at a thread count; the first entry is the default.
 // Every entry spells all its knobs, so a recorded measurement names exactly what ran. With

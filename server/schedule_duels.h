@@ -11,10 +11,16 @@
 // place if it loses the duel: the group's schedule then rests on paired rounds either way. The
 // duel's winner becomes the group's schedule for plan choice; validation then keeps a plan whose
 // only schedule changes won duels unless a baseline beats it.
-// Only groups of the regions' tuned plans are dueled: every schedule the unpaired rule picked
-// (so a plan whose schedule changes all won duels is judged as such by validation), and of the
-// rest at most kMaxDuels in all, the heaviest (by the default's time) first: a duel costs 2-9
-// paired rounds of its group, and two when the schedules are of one speed.
+// A group whose B is constant duels the default's twin that packs the weights once (wpack=1, no
+// other knob changed; measurement planning always measures it), and keeps it unless the default
+// wins: the twin does the default's arithmetic and moves B's packing out of the call, so paired
+// rounds that cannot tell the two apart are no evidence for the default. When the twin had to win,
+// tunes a minute apart kept it in different dense groups of BERT's layer. Another schedule the
+// unpaired rule picked is dueled instead when its figure beats the twin's beyond the floor.
+// Only groups of the regions' tuned plans are dueled: every schedule the unpaired rule picked and
+// every weights-packed twin (so a plan whose schedule changes all won duels is judged as such by
+// validation), and of the rest at most kMaxDuels in all, the heaviest (by the default's time)
+// first: a duel costs 2-9 paired rounds of its group, and two when the schedules are of one speed.
 #include <optional>
 #include <vector>
 

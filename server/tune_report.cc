@@ -28,7 +28,8 @@ nlohmann::json Breakdown(const TuneReport& report) {
                      {"schedule", d.schedule},
                      {"decision", d.decision},
                      {"rounds", d.rounds},
-                     {"won", d.won}});
+                     {"won", d.won},
+                     {"kept_unless_beaten", d.kept_unless_beaten}});
   return {{"stages_s", stages},
           {"jobs_ms", jobs},
           {"schedule_ranking", ranking},

@@ -60,6 +60,8 @@ struct ScheduleDuel {
   std::string decision;  // "schedule 1.05× vs default schedule, beyond noise (5 of 5 rounds): ..."
   int rounds = 0;
   bool won = false;
+  // The challenger was the default's weights-packed twin: kept unless the default won.
+  bool kept_unless_beaten = false;
 };
 
 struct TuneReport {

@@ -237,11 +237,12 @@ NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int 
     d.settled &= cmp.settled;
     std::string phrase = fmt::format("{} {:.2f}× vs {}", labels[c], cmp.speedup, labels[kept]);
     if (cmp.win)
-      phrase += fmt::format(", beyond noise ({} of {} rounds{})", cmp.wins, cmp.rounds,
+      phrase += fmt::format(", beyond noise ({} of {}{})", cmp.wins, RoundsText(cmp.rounds),
                             cmp.disturbed ? fmt::format(", {} disturbed", cmp.disturbed) : "");
     else if (cmp.speedup > 1)
-      phrase += cmp.disturbed ? fmt::format(", within noise ({} rounds disturbed)", cmp.disturbed)
-                              : ", within noise";
+      phrase += cmp.disturbed
+                    ? fmt::format(", within noise ({} disturbed)", RoundsText(cmp.disturbed))
+                    : ", within noise";
     phrases.push_back(std::move(phrase));
     if (cmp.win) kept = c;
   }

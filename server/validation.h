@@ -40,6 +40,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ir/graph.h"
 #include "ir/plan.h"
 #include "server/job_runner.h"
@@ -64,6 +66,9 @@ inline constexpr SlotOrder kSimplestFirst = {kGreedy, kUnfused, kTuned};
 // For re-validating a stored plan (cache verify): the stored plan, in the tuned slot, is kept
 // unless a baseline beats it beyond noise.
 inline constexpr SlotOrder kIncumbentFirst = {kTuned, kGreedy, kUnfused};
+// "1 round", "5 rounds": what every decision's text calls a count of rounds.
+inline std::string RoundsText(int n) { return fmt::format("{} round{}", n, n == 1 ? "" : "s"); }
+
 inline constexpr int kMinRounds = 2;  // when there is something to compare
 inline constexpr int kMaxRounds = 9;
 inline constexpr double kSignTestAlpha = 0.05;

@@ -5,6 +5,7 @@
 
 #include "server/plan_verification.h"
 #include "server/service/queue_backend.h"
+#include "server/validation.h"
 
 namespace fusetune::service {
 namespace {
@@ -112,10 +113,11 @@ void IdleVerifier::Recheck(const db::BestPlanRecord& plan) {
                           plan.key.search_version});
     spdlog::warn("idle verification: region {} skipped: {}", region, v.skipped);
   } else if (v.replaced) {
-    spdlog::info("idle verification: region {} replaced by {}: {} ({} rounds)", region, v.kept,
-                 v.decision, v.rounds);
+    spdlog::info("idle verification: region {} replaced by {}: {} ({})", region, v.kept, v.decision,
+                 RoundsText(v.rounds));
   } else {
-    spdlog::info("idle verification: region {} kept: {} ({} rounds)", region, v.decision, v.rounds);
+    spdlog::info("idle verification: region {} kept: {} ({})", region, v.decision,
+                 RoundsText(v.rounds));
   }
 }
 

@@ -2,13 +2,19 @@
 // left out is timed against the default in paired rounds, and kept only if it wins them. The
 // backend times kernels by a bytes model in which one schedule is made faster, in the candidate
 // jobs, in the duel's rounds, or in both, so every outcome can be asserted.
+#include <array>
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "db/cache.h"
 #include "db/database.h"
+#include "ir/bind_params.h"
+#include "ir/fusion.h"
+#include "ir/matmul_schedule.h"
+#include "ir/schedule_space.h"
 #include "ir/text/relay_parser.h"
 #include "model_backend.h"
 #include "server/tuner.h"
@@ -200,6 +206,109 @@ TEST_F(ScheduleDuels, AnotherGroupingWithinTheUnpairedFloorLeavesGreedysGrouping
   EXPECT_NE(report.regions[0].decision.find("tuned = unfused"), std::string::npos)
       << report.regions[0].decision;
   EXPECT_EQ(report.regions[0].chosen, "unfused");
+}
+
+// A dense with its bias and relu, its weights bound: every schedule of the dense's groups comes
+// with a weights-packed twin (ir/matmul_schedule.h).
+const char* kBoundDense = R"(fn (%x: Tensor[(32, 64), float32], %w: Tensor[(48, 64), float32],
+    %b: Tensor[(48), float32]) {
+  %0 = nn.dense(%x, %w);
+  %1 = add(%0, %b);
+  nn.relu(%1)
+})";
+
+// The default's weights-packed twin runs `twin` times the default's time in the candidate jobs,
+// the duels and the validation; any other schedule of the dense `other` times it.
+struct TwinBackend : ModelBackend {
+  TwinBackend(std::array<double, 3> twin, double other) {
+    adjust = [=](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+      const int phase = IsDuel(job) ? 1 : IsValidation(job) ? 2 : 0;
+      const Graph g = ParseRelay(job.graph_text, "job");
+      t.median_us = 0;
+      for (size_t i = 0; i < plan.groups.size(); ++i) {
+        const Schedule& s = plan.groups[i].schedule;
+        const auto group = AnalyzeGroup(g, plan.groups[i].nodes);
+        const Schedule def = ScheduleSpace(g, *group, 1).at(0);
+        if (s.Get("mr", 0) && !(s == def))
+          t.kernel_us[i] *= WeightsPackedTwin(def) == s ? twin[phase] : other;
+        t.median_us += t.kernel_us[i];
+      }
+      t.repeat = 5;
+    };
+  }
+};
+
+class WeightsPackedTwins : public TempStoreTest {
+ protected:
+  TuneReport TuneBoundDense(ModelBackend& backend, int schedules_per_group = 2) {
+    db::Database database(path_.string());
+    db::Cache store(database);
+    TuneOptions options;
+    options.search.schedule_budget = 0;
+    options.search.schedules_per_group = schedules_per_group;
+    return Tune(bound_, options, store, backend);
+  }
+  Graph bound_ = BindParams(ParseRelay(kBoundDense, "dense.relay"),
+                            {{"w", Tensor(TensorType{DType::kFloat32, {48, 64}})}});
+  static const ScheduleDuel* TwinDuel(const TuneReport& report) {
+    for (const ScheduleDuel& d : report.duels)
+      if (d.kept_unless_beaten) return &d;
+    return nullptr;
+  }
+};
+
+TEST_F(WeightsPackedTwins, ATwinEvenWithTheDefaultIsKeptAndMeasuredEvenWhenNotRankedSecond) {
+  TwinBackend backend({1.0, 1.0, 1.0}, 1.0);
+  const TuneReport report = TuneBoundDense(backend);
+  const ScheduleDuel* duel = TwinDuel(report);
+  ASSERT_NE(duel, nullptr) << "the greedy group's twin is dueled";
+  EXPECT_TRUE(duel->won) << duel->decision;
+  EXPECT_EQ(duel->rounds, 2) << "the default cannot win in the 7 rounds left";
+  EXPECT_EQ(duel->decision.rfind("packs the weights once, kept unless the default wins: ", 0), 0u)
+      << duel->decision;
+  EXPECT_NE(duel->schedule.find("wpack=1"), std::string::npos);
+  ASSERT_EQ(report.regions.size(), 1u);
+  const RegionReport& region = report.regions[0];
+  ASSERT_EQ(region.plan.size(), 1u) << "greedy's grouping: one kernel";
+  EXPECT_EQ(region.plan[0].schedule.ToString(), duel->schedule);
+  EXPECT_EQ(region.chosen, "tuned") << region.decision;
+  EXPECT_EQ(region.decision.rfind("schedules that won their duels", 0), 0u) << region.decision;
+
+  // Every dense group measured its twin in a candidate job, whatever the ranker put second.
+  std::set<std::string> twins_measured;
+  for (const MeasureJob& job : backend.seen)
+    if (!IsDuel(job) && !IsValidation(job))
+      for (const JobPlan& p : job.plans)
+        if (p.json.find("wpack=1") != std::string::npos) twins_measured.insert(job.graph_text);
+  EXPECT_GE(twins_measured.size(), 3u) << "[dense], [dense add], [dense add relu]";
+
+  const auto json = nlohmann::json::parse(TuneReportToJson(bound_, "dense.relay", report));
+  bool flagged = false;
+  for (const auto& d : json.at("breakdown").at("schedule_duels"))
+    flagged |= d.at("kept_unless_beaten") == true && d.at("won") == true;
+  EXPECT_TRUE(flagged);
+}
+
+TEST_F(WeightsPackedTwins, ATwinSlowerInPairedRoundsGivesWayToTheDefault) {
+  TwinBackend backend({1.0, 1.05, 1.0}, 1.0);  // 5% slower in every duel round
+  const TuneReport report = TuneBoundDense(backend);
+  const ScheduleDuel* duel = TwinDuel(report);
+  ASSERT_NE(duel, nullptr);
+  EXPECT_FALSE(duel->won) << duel->decision;
+  EXPECT_EQ(duel->rounds, 5) << "5 of 5: the fewest the sign test calls a win for the default";
+  ASSERT_EQ(report.regions[0].plan.size(), 1u);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.Get("wpack", 0), 0);
+}
+
+TEST_F(WeightsPackedTwins, AnotherScheduleFasterThanTheTwinBeyondTheFloorIsDueledInstead) {
+  TwinBackend backend({1.0, 1.0, 1.0}, 0.9);             // other schedules 10% faster everywhere
+  const TuneReport report = TuneBoundDense(backend, 3);  // one more than the default and its twin
+  EXPECT_EQ(TwinDuel(report), nullptr);
+  ASSERT_FALSE(report.duels.empty());
+  EXPECT_TRUE(report.duels[0].won) << report.duels[0].decision;
+  ASSERT_EQ(report.regions[0].plan.size(), 1u);
+  const Schedule chosen = report.regions[0].plan[0].schedule;
+  EXPECT_EQ(chosen.ToString(), report.duels[0].schedule);
 }
 
 }  // namespace

@@ -366,5 +366,14 @@ TEST(TimeThreeWays, SearchedSchedulesAreTimedAgainstTheDefaultsAndEqualDefaultsA
   for (const MeasureJob& job : backend.seen) EXPECT_EQ(job.plans.size(), 3u);
 }
 
+TEST(DecideThreeWay, OneRoundIsCalledOneRound) {
+  EXPECT_EQ(RoundsText(1), "1 round");
+  EXPECT_EQ(RoundsText(5), "5 rounds");
+  auto rounds = Rounds(3, 98, 100, 300);
+  rounds[0].rel_error[kTuned] = 0.3;
+  const NoiseDecision d = DecideThreeWay(rounds, kDistinct);
+  EXPECT_NE(d.text.find("within noise (1 round disturbed)"), std::string::npos) << d.text;
+}
+
 }  // namespace
 }  // namespace fusetune
