@@ -39,12 +39,25 @@ int WpackJobs(const ModelBackend& backend) {
   return n;
 }
 
+// The dense with bias at M rows, its weights bound or not: one family over M.
+Graph DenseBiasAt(int64_t m, bool bound) {
+  std::string text = kDenseBias;
+  text.replace(text.find("(64, 256)"), 9, "(" + std::to_string(m) + ", 256)");
+  Graph g = ParseRelay(text, "dense_bias.relay");
+  if (!bound) return g;
+  return BindParams(g, {{"w", Tensor::Random(TensorType{DType::kFloat32, {256, 256}}, 1)},
+                        {"b", Tensor::Random(TensorType{DType::kFloat32, {256}}, 2)}});
+}
+
 class BoundWeights : public TempStoreTest {
  protected:
-  TuneReport TuneInto(const Graph& graph, ModelBackend& backend) {
+  TuneReport TuneInto(const Graph& graph, ModelBackend& backend,
+                      WarmStart warm_start = WarmStart::kSearch) {
     db::Database database(path_.string());
     db::Cache store(database);
-    return Tune(graph, TuneOptions{}, store, backend);
+    TuneOptions options;
+    options.warm_start = warm_start;
+    return Tune(graph, options, store, backend);
   }
   std::optional<db::BestPlanRecord> Stored(const std::string& signature) {
     db::Database database(path_.string());
@@ -140,6 +153,40 @@ TEST_F(BoundWeights, ARegionWithoutConstantWeightsIsAnsweredByAnUnflaggedPlan) {
   EXPECT_TRUE(report.regions[0].cached);
   EXPECT_EQ(report.regions[0].searched_again, "");
   EXPECT_EQ(second.jobs_run, 0);
+}
+
+// A warm-only tune searches nothing: its plan offered wpack here only if the member it came from
+// did. From an unflagged member it is stored unflagged, and the next full tune with weights
+// searches it (from the member's size, never from the plan it refuses).
+TEST_F(BoundWeights, AWarmOnlyAnswerIsFlaggedOnlyWhenItsMemberWas) {
+  ModelBackend member_backend;
+  TuneInto(DenseBiasAt(64, /*bound=*/false), member_backend);
+  ModelBackend warm_backend;
+  const TuneReport warm = TuneInto(DenseBiasAt(128, true), warm_backend, WarmStart::kOnly);
+  ASSERT_EQ(warm.regions.size(), 1u);
+  ASSERT_TRUE(warm.regions[0].warm_start) << "the M=64 plan is a member of the family";
+  EXPECT_FALSE(warm.regions[0].warm_start->searched);
+  ASSERT_TRUE(Stored(warm.regions[0].signature));
+  EXPECT_FALSE(Stored(warm.regions[0].signature)->weights_bound);
+
+  ModelBackend full_backend;
+  const TuneReport full = TuneInto(DenseBiasAt(128, true), full_backend);
+  EXPECT_EQ(full.regions[0].searched_again, kSearchedWithBoundWeights);
+  ASSERT_TRUE(full.regions[0].warm_start);
+  EXPECT_NE(full.regions[0].warm_start->from.find("=64"), std::string::npos)
+      << "warm-started from M=64, not from its own refused plan: "
+      << full.regions[0].warm_start->from;
+  EXPECT_GT(WpackJobs(full_backend), 0);
+  EXPECT_TRUE(Stored(full.regions[0].signature)->weights_bound);
+
+  // Now the family has a flagged member: a warm-only tune with weights at another size is
+  // flagged too.
+  ModelBackend flagged_backend;
+  const TuneReport flagged = TuneInto(DenseBiasAt(256, true), flagged_backend, WarmStart::kOnly);
+  ASSERT_TRUE(flagged.regions[0].warm_start);
+  EXPECT_NE(flagged.regions[0].warm_start->from.find("=128"), std::string::npos)
+      << flagged.regions[0].warm_start->from;
+  EXPECT_TRUE(Stored(flagged.regions[0].signature)->weights_bound);
 }
 
 }  // namespace
