@@ -127,7 +127,8 @@ json PlanJson(const db::BestPlanRecord& p, bool with_text) {
             {"tuned_us", p.tuned_us},
             {"greedy_us", p.greedy_us},
             {"unfused_us", p.unfused_us},
-            {"created_at", p.created_at}};
+            {"created_at", p.created_at},
+            {"weights_bound", p.weights_bound}};
   AddDecisionJson(j, p);
   if (with_text) j["region_text"] = p.region_text;
   return j;
@@ -290,6 +291,9 @@ void RunShow(const CacheFlags& f) {
                                  p.rounds ? fmt::format("{}", *p.rounds) : "-");
       }
       if (!p.family_key.empty()) std::cout << fmt::format("  family          {}\n", p.family_key);
+      std::cout << fmt::format("  weights bound   {}\n",
+                               p.weights_bound ? "yes: its tune offered wpack (weights packed once)"
+                                               : "no: a tune with bound weights searches it again");
       std::cout << "  groups (positions in the canonical text: n0, n1, ...)\n";
       for (const db::StoredGroup& g : p.groups) {
         std::vector<std::string> names;

@@ -120,6 +120,7 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
       groups += fmt::format(" [{}]", names);
     }
     out += fmt::format("{:>3}  {:<8}{}\n", i + 1, rr.chosen, groups);
+    if (!rr.searched_again.empty()) out += fmt::format("     {}\n", rr.searched_again);
     if (!rr.decision.empty())
       out += fmt::format("     {}{}\n", rr.decision,
                          rr.rounds > 0 ? fmt::format(" ({})", RoundsText(rr.rounds)) : "");

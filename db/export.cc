@@ -9,11 +9,13 @@
 //   {"kind":"best_plan","region_signature":"...","target_fingerprint":"...","threads":1,
 //    "search_version":1,"groups":[{"nodes":[0,1],"schedule":""}],"tuned_us":..,"greedy_us":..,
 //    "unfused_us":..,"chosen":"tuned","region_text":"...","ops":["..."],"created_at":...,
-//    "family_key":"...","margin":0.93,"decision":"...","rounds":7}
+//    "family_key":"...","margin":0.93,"decision":"...","rounds":7,"weights_bound":true}
 //
-// A best plan's family_key, margin, decision and rounds (schema v4) are written only when the plan
-// has them, and read when present: lines written before they existed import as plans without
-// them, and a reader that predates them ignores them, so the format version stays 1.
+// A best plan's family_key, margin, decision and rounds (schema v4) and weights_bound (v8) are
+// written only when the plan has them (weights_bound only when true), and read when present: lines
+// written before they existed import as plans without them (weights_bound false: a tune with
+// bound weights searches such a region again), and a reader that predates them ignores them, so
+// the format version stays 1.
 //
 // unfused_us is null (the JSON library's NaN and infinity) when the unfused plan was not timed
 // (a warm-only tune, schema v7) or failed; a null one imports as not timed.
@@ -93,6 +95,7 @@ json BestPlanToJson(const BestPlanRecord& b) {
   if (b.margin) j["margin"] = *b.margin;
   if (!b.decision.empty()) j["decision"] = b.decision;
   if (b.rounds) j["rounds"] = *b.rounds;
+  if (b.weights_bound) j["weights_bound"] = true;
   return j;
 }
 
@@ -118,6 +121,12 @@ class LineReader {
     if (v == nullptr) return 0;
     if (!v->is_number()) Fail(field, "a number");
     return v->get<double>();
+  }
+  bool Bool(const char* field) const {
+    const json* v = Find(field, false);
+    if (v == nullptr) return false;
+    if (!v->is_boolean()) Fail(field, "true or false");
+    return v->get<bool>();
   }
   const json& Array(const char* field) const {
     const json* v = Find(field, true);
@@ -214,6 +223,7 @@ BestPlanRecord BestPlanFromJson(const LineReader& r) {
   if (r.Has("margin")) b.margin = r.Num("margin");
   b.decision = r.Str("decision", false);
   if (r.Has("rounds")) b.rounds = static_cast<int32_t>(r.Int("rounds"));
+  b.weights_bound = r.Bool("weights_bound");
   return b;
 }
 

@@ -17,8 +17,10 @@ namespace {
 constexpr const char* kBestPlanColumns =
     "region_signature, target_fingerprint, threads, search_version, plan_json, tuned_us, "
     "greedy_us, unfused_us, chosen, region_text, ops_json, created_at, family_key, margin, "
-    "decision, rounds, verified_at";
-constexpr const char* kBestPlanValues = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
+    "decision, rounds, verified_at, weights_bound";
+constexpr const char* kBestPlanValues = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
+// The first column after kBestPlanColumns in a SELECT.
+constexpr int kAfterBestPlanColumns = 18;
 constexpr const char* kBestPlanKeyWhere =
     "region_signature = ?1 AND target_fingerprint = ?2 AND threads = ?3 AND search_version = ?4";
 
@@ -51,6 +53,7 @@ BestPlanRecord ReadBestPlan(const Statement& st) {
   b.decision = st.Text(14);  // NULL reads as ""
   if (std::optional<int64_t> rounds = st.OptInt(15)) b.rounds = static_cast<int32_t>(*rounds);
   b.verified_at = st.OptInt(16);
+  b.weights_bound = st.Int(17) != 0;
   return b;
 }
 
@@ -59,7 +62,7 @@ void BindBestPlan(Statement& st, const BestPlanRecord& b) {
              GroupsToJson(b.groups), b.tuned_us, b.greedy_us, b.unfused_us, b.chosen, b.region_text,
              nlohmann::json(b.ops).dump(), OrNow(b.created_at), b.family_key, b.margin,
              b.decision.empty() ? std::nullopt : std::optional<std::string>(b.decision), b.rounds,
-             b.verified_at);
+             b.verified_at, static_cast<int64_t>(b.weights_bound));
 }
 
 constexpr const char* kBestPlanWhere =
@@ -210,8 +213,8 @@ std::vector<ReplacedPlanRecord> Cache::ListReplacedPlans(const ReplacedPlanFilte
     while (st.Step()) {
       ReplacedPlanRecord r;
       r.plan = ReadBestPlan(st);
-      r.replaced_at = st.Int(17);
-      r.reason = st.Text(18);
+      r.replaced_at = st.Int(kAfterBestPlanColumns);
+      r.reason = st.Text(kAfterBestPlanColumns + 1);
       out.push_back(std::move(r));
     }
     return out;

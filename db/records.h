@@ -92,6 +92,9 @@ struct BestPlanRecord {
   // Unix ms of the last re-validation that kept the plan (or stored it as a replacement); nullopt:
   // never re-validated.
   std::optional<int64_t> verified_at;
+  // The tune that stored the plan offered weights packed once (wpack): some matmul of the region
+  // had a constant B (schema v8). false also for plans stored before anyone recorded it.
+  bool weights_bound = false;
 
   // The time of the stored plan (the figure of `chosen`): what merges compare.
   double ChosenUs() const;

@@ -321,7 +321,25 @@ CREATE INDEX replaced_plans_by_key ON replaced_plans (region_signature, target_f
                                                       threads, search_version);
 )sql";
 
-constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4, kStepV5, kStepV6, kStepV7};
+// v8: whether a plan's tune offered weights packed once (wpack): some matmul of the region had a
+// constant B (a weight bound with --params, an ONNX initialiser, a remote tune's bound_params),
+// so its schedule space held wpack schedules (ir/schedule_space.h, MatmulWeightsConstant).
+//   weights_bound  1: offered; 0: not, or not known. A tune whose region has constant B treats a
+//                  stored plan with 0 as a miss and searches the region again (the stored
+//                  measurements still count), so a plan tuned with weights as inputs does not
+//                  stand for one that could pack them. Rows stored before v8 read 0, although
+//                  an ONNX tune's did offer wpack: 0 costs such a region one search more, while
+//                  1 would keep answering Relay tunes without --params that never offered it.
+// replaced_plans gains the same column, so an archived row keeps every column of best_plans.
+constexpr const char* kStepV8 = R"sql(
+ALTER TABLE best_plans ADD COLUMN weights_bound INTEGER NOT NULL DEFAULT 0
+  CHECK (weights_bound IN (0, 1));
+ALTER TABLE replaced_plans ADD COLUMN weights_bound INTEGER NOT NULL DEFAULT 0
+  CHECK (weights_bound IN (0, 1));
+)sql";
+
+constexpr const char* kSteps[] = {kStepV1, kStepV2, kStepV3, kStepV4,
+                                  kStepV5, kStepV6, kStepV7, kStepV8};
 static_assert(std::size(kSteps) == kLatestSchemaVersion);
 
 }  // namespace

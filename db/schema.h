@@ -13,6 +13,7 @@
 //   v5  verified_at on both plan tables
 //   v6  tasks.bound_params_json
 //   v7  unfused_us may be NULL (not timed: a warm-only tune)
+//   v8  weights_bound on both plan tables: the plan's tune offered wpack (constant B)
 #include <cstdint>
 
 namespace fusetune::db {
@@ -22,7 +23,7 @@ class Connection;
 // Written to PRAGMA application_id so a fusetune file is told apart from any other SQLite file
 // ("FTUN").
 inline constexpr int32_t kApplicationId = 0x4654554e;
-inline constexpr int kLatestSchemaVersion = 7;
+inline constexpr int kLatestSchemaVersion = 8;
 
 // Applies the steps after the file's version up to `target_version` (<= kLatestSchemaVersion).
 // Safe against another process migrating the same file at the same time. Runs with foreign keys

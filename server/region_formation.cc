@@ -1,10 +1,12 @@
 #include "server/region_formation.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "ir/schedule_space.h"
 #include "server/candidates.h"
 #include "server/stage_log.h"
 
@@ -61,6 +63,9 @@ std::vector<TuneRegion> FormRegions(const RequestPolicy& policy) {
     TuneRegion r;
     r.canon = Canonicalize(g, region.nodes);
     r.signature = Hash128Hex(r.canon.text);
+    r.weights_bound =
+        std::any_of(region.groups.begin(), region.groups.end(),
+                    [&](const FusedGroup& group) { return MatmulWeightsConstant(g, group); });
     r.region = std::move(region);
     r.representative = first.emplace(r.signature, out.size()).first->second;
     // Lookups run this too: node lists are formatted only when they are shown.

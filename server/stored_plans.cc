@@ -61,16 +61,26 @@ void Answer(RegionReport& report, std::vector<PlanGroup> plan, const db::BestPla
 
 std::vector<size_t> ReuseStoredPlans(const RequestPolicy& policy,
                                      const std::vector<TuneRegion>& regions, const TuneCache& cache,
-                                     bool use_cache, std::vector<RegionReport>& reports) {
+                                     StoredPlanUse use, std::vector<RegionReport>& reports) {
   const Graph& g = policy.graph();
   std::vector<size_t> to_search;
   for (size_t r = 0; r < regions.size(); ++r) {
     if (regions[r].representative != r) continue;
     std::optional<db::BestPlanRecord> rec;
-    if (use_cache) rec = cache.FindBestPlan(regions[r].signature);
+    if (use != StoredPlanUse::kOff) rec = cache.FindBestPlan(regions[r].signature);
     if (!rec) {
-      spdlog::debug("region {}: {}", regions[r].signature,
-                    use_cache ? "no stored plan" : "searched again (the cache is off)");
+      spdlog::debug(
+          "region {}: {}", regions[r].signature,
+          use != StoredPlanUse::kOff ? "no stored plan" : "searched again (the cache is off)");
+      to_search.push_back(r);
+      continue;
+    }
+    // Binding is in no key: the plan of a tune that could not pack the weights ahead does not
+    // stand for a search that can.
+    if (use == StoredPlanUse::kTune && regions[r].weights_bound && !rec->weights_bound) {
+      spdlog::debug("region {}: {}", regions[r].signature, kSearchedWithBoundWeights);
+      for (size_t s = r; s < regions.size(); ++s)
+        if (regions[s].representative == r) reports[s].searched_again = kSearchedWithBoundWeights;
       to_search.push_back(r);
       continue;
     }
@@ -120,6 +130,7 @@ void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>&
     rec.margin = w.margin;
     rec.decision = w.decision;
     rec.rounds = w.rounds;
+    rec.weights_bound = tr.weights_bound && w.wpack_offered;
     if (policy.MayStoreBestPlan()) {
       if (replace_reason)
         cache.ReplaceBestPlan(rec, *replace_reason);

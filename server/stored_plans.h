@@ -22,16 +22,36 @@ std::vector<PlanGroup> FromStored(const CanonicalForm& canon, const db::BestPlan
 // Groups in this graph's ids -> canonical positions, as the store keeps them.
 std::vector<db::StoredGroup> ToStored(const CanonicalForm& canon, const Plan& plan);
 
+// Who asks the store for a region's plan.
+enum class StoredPlanUse {
+  // A lookup (`query`, LookupBest, `run --plan tuned`): any stored plan of the signature answers.
+  // One stored with bound weights runs with B as an input (a wpack kernel packs per call), and
+  // one stored without them is a correct, if less searched, answer.
+  kLookup,
+  // A tune: as a lookup, except that a region whose matmuls have constant B (its space offers
+  // wpack) refuses a plan whose tune offered none (db weights_bound false), searches the region
+  // again and says so (RegionReport::searched_again). Its stored measurements still count.
+  kTune,
+  // A tune with the cache off (--no-cache): no stored plan answers.
+  kOff,
+};
+
+// The reason a tune gives for searching a region whose stored plan it refused.
+inline constexpr const char* kSearchedWithBoundWeights =
+    "stored plan was tuned without bound weights: searched again";
+
 // Fills the reports (one per region) of every region whose signature has a stored plan this
 // request may reuse, all regions of a signature or none; returns the representatives of the
-// signatures that need a search, in region order. With `use_cache` false, every one does.
+// signatures that need a search, in region order. With kOff, every one does.
 std::vector<size_t> ReuseStoredPlans(const RequestPolicy& policy,
                                      const std::vector<TuneRegion>& regions, const TuneCache& cache,
-                                     bool use_cache, std::vector<RegionReport>& reports);
+                                     StoredPlanUse use, std::vector<RegionReport>& reports);
 
 // Each validated winner into the reports of every region with its signature, and into the store
-// when the policy allows (RequestPolicy::MayStoreBestPlan); a stored plan it replaces is kept in
-// the store's history with `replace_reason`, or the store's reason for a re-tune.
+// when the policy allows (RequestPolicy::MayStoreBestPlan), flagged weights_bound when its region
+// offered wpack to the search (TuneRegion::weights_bound, RegionWinner::wpack_offered); a stored
+// plan it replaces is kept in the store's history with `replace_reason`, or the store's reason
+// for a re-tune.
 void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
                      const std::vector<RegionWinner>& winners, TuneCache& cache,
                      std::vector<RegionReport>& reports,

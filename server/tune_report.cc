@@ -52,6 +52,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
     }
     // Where a plan transferred on a miss came from; null for every other answer.
     const json transferred_from = r.transferred_from.empty() ? json() : json(r.transferred_from);
+    // Why a tune refused the region's stored plan and searched it; null when it did not.
+    const json searched_again = r.searched_again.empty() ? json() : json(r.searched_again);
     // How a warm-started tune began (server/warm_start.h); null when it did not.
     json warm_start;
     if (r.warm_start) {
@@ -74,6 +76,7 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"nodes", nodes},
                        {"ops", r.ops},
                        {"cached", r.cached},
+                       {"searched_again", searched_again},
                        {"plan", plan},
                        {"schedules", schedules},
                        {"chosen", r.chosen},

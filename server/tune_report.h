@@ -34,6 +34,9 @@ struct RegionReport {
   // family's, adapted to these sizes (server/plan_transfer.h). The text says where it came from,
   // "s1=256 (here 192)". Not measured at this size: the figures are the member's, not stored.
   std::string transferred_from;
+  // Non-empty: the store held a plan for this region that the tune refused, and why
+  // (kSearchedWithBoundWeights, server/stored_plans.h); the region was searched again.
+  std::string searched_again;
   std::vector<PlanGroup> plan;  // the stored plan, in this graph's node ids
   std::string chosen;           // "tuned", "greedy" or "unfused"
   double tuned_us = 0, greedy_us = 0, unfused_us = 0;

@@ -37,16 +37,16 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
 
   const std::vector<TuneRegion> regions = FormRegions(policy);
   report.regions = DescribeRegions(graph, regions);
-  const std::vector<size_t> to_search =
-      ReuseStoredPlans(policy, regions, cache, options.use_cache, report.regions);
+  const std::vector<size_t> to_search = ReuseStoredPlans(
+      policy, regions, cache, options.use_cache ? StoredPlanUse::kTune : StoredPlanUse::kOff,
+      report.regions);
 
   if (to_search.empty()) {
     report.tuned_plan = CollectTunedPlan(graph, report.regions);
     report.total_chosen = report.regions.size() == 1 ? report.regions[0].chosen : "tuned";
     SumRegionFigures(report);
   } else {
-    WarmStarts starts =
-        FindWarmStarts(policy, regions, to_search, options.warm_start, !options.use_cache, cache);
+    WarmStarts starts = FindWarmStarts(policy, regions, to_search, options.warm_start, cache);
     const std::set<size_t> unsearched = UnsearchedRegions(options.warm_start, starts);
     // The roofline orders and prunes what a search measures: a tune that searches no region (a
     // warm-only one) never times a calibration job for it.
@@ -117,7 +117,7 @@ TuneReport LookupCached(const Graph& graph, const SearchOptions& options, db::Ca
   const std::vector<TuneRegion> regions = FormRegions(policy);
   report.regions = DescribeRegions(graph, regions);
   std::vector<size_t> unanswered =
-      ReuseStoredPlans(policy, regions, cache, /*use_cache=*/true, report.regions);
+      ReuseStoredPlans(policy, regions, cache, StoredPlanUse::kLookup, report.regions);
   if (!exact_only)
     unanswered = TransferFamilyPlans(policy, regions, unanswered, cache, report.regions);
   for (size_t r : unanswered) missing->push_back(regions[r].signature);

@@ -143,6 +143,9 @@ struct RegionWinner {
   std::string decision;
   std::optional<double> margin;
   int rounds = 0;
+  // The search behind it offered wpack where the region's B is constant. False for a warm-only
+  // answer transferred from a member tuned without bound weights: nothing here searched it.
+  bool wpack_offered = true;
 };
 
 // How the greedy and unfused baselines are scheduled.

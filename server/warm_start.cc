@@ -94,13 +94,14 @@ void PreferFamilyGroups(const Graph& g, const std::vector<PlanGroup>& family,
 }  // namespace
 
 WarmStarts FindWarmStarts(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
-                          const std::vector<size_t>& to_search, WarmStart mode, bool retune,
+                          const std::vector<size_t>& to_search, WarmStart mode,
                           const TuneCache& cache) {
   WarmStarts out;
   if (mode == WarmStart::kOff) return out;
   const auto start = std::chrono::steady_clock::now();
   for (size_t r : to_search)
-    if (std::optional<FamilyTransfer> t = FindFamilyTransfer(policy, regions, r, cache, retune))
+    if (std::optional<FamilyTransfer> t = FindFamilyTransfer(policy, regions, r, cache,
+                                                             /*other_sizes_only=*/true))
       out.transfers.emplace(r, std::move(*t));
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -144,6 +145,9 @@ WarmStartResult WarmStartRegions(const RequestPolicy& policy,
   for (size_t i = 0; i < out.regions.size(); ++i) {
     WarmRegion& w = out.regions[i];
     w.winner = std::move(winners[i]);
+    // Answered by a member that could not pack the weights ahead, a warm-only region never
+    // offered wpack; a warm start that goes on to search does.
+    w.winner.wpack_offered = mode != WarmStart::kOnly || w.transfer.member.weights_bound;
     w.winner.decision = fmt::format(
         "warm start from {}, {}: {}", w.transfer.from,
         w.winner.plans[kUnfused] ? "baselines on its schedules"

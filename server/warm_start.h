@@ -68,10 +68,11 @@ struct WarmStarts {
   std::map<size_t, FamilyTransfer> transfers;  // by region
   double seconds = 0;                          // finding them, wall time
 };
-// kOff: none. `retune`: the store's own plan for a region (a --no-cache tune) is not a member to
-// start from.
+// kOff: none. A region's own stored plan is no member to start from: a region to search has
+// none this tune takes (the cache is off, the request's policy refuses it, or it was tuned
+// without the bound weights this tune has), and a re-tune starts from other sizes only.
 WarmStarts FindWarmStarts(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
-                          const std::vector<size_t>& to_search, WarmStart mode, bool retune,
+                          const std::vector<size_t>& to_search, WarmStart mode,
                           const TuneCache& cache);
 // PlanMeasurements' `unsearched`: with kOnly, the warm regions; otherwise none.
 std::set<size_t> UnsearchedRegions(WarmStart mode, const WarmStarts& starts);

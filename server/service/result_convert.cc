@@ -50,6 +50,7 @@ v1::RegionResult RegionToProto(const Graph& graph, const RegionReport& r, bool f
   out.set_pruned(r.pruned);
   out.set_max_abs_error(r.max_abs_error);
   out.set_transferred_from(r.transferred_from);
+  out.set_searched_again(r.searched_again);
   out.set_decision(r.decision);
   if (r.margin) out.set_margin(*r.margin);
   out.set_rounds(r.rounds);
@@ -109,6 +110,7 @@ TuneReport ReportFromProto(const Graph& graph, const v1::TuneResult& in) {
     rr.reused = r.reused();
     rr.pruned = r.pruned();
     rr.transferred_from = r.transferred_from();
+    rr.searched_again = r.searched_again();
     rr.decision = r.decision();
     if (r.has_margin()) rr.margin = r.margin();
     rr.rounds = r.rounds();

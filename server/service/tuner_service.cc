@@ -122,6 +122,7 @@ v1::CachedPlan CachedPlanOf(const db::BestPlanRecord& r) {
   p.set_decision(r.decision);
   p.set_rounds(r.rounds.value_or(0));
   p.set_verified_at_ms(r.verified_at.value_or(0));
+  p.set_weights_bound(r.weights_bound);
   return p;
 }
 

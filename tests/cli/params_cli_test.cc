@@ -116,6 +116,42 @@ TEST(ParamsCli, TuneMeasuresWeightsPackedOnceOnlyWhenTheWeightsAreBound) {
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
 }
 
+// Binding is in no key: the store's plan for the graph tuned without weights would answer the
+// same graph with them. The tune with --params refuses it (it never offered wpack), searches the
+// region again, says so, and stores a plan that answers the next tune with weights.
+TEST(ParamsCli, ATuneWithParamsSearchesAgainARegionTunedWithoutThem) {
+  const std::string graph = WriteTempFile("params_again.relay", kDense);
+  TempDir params("params_again_weights");
+  WriteNpy(params.File("w.npy"), RandomF32({80, 96}, 2));
+  WriteNpy(params.File("b.npy"), RandomF32({80}, 3));
+  TempDb db("params_again");
+  const std::string fast = " --local --repeat 2 --min-repeat-ms 1 --db " + db.path() + " ";
+
+  auto plain = RunFusetune("tune --json" + fast + graph);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto first = nlohmann::json::parse(plain.out)["regions"];
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(first[0]["searched_again"].is_null());
+  EXPECT_FALSE(AnyPacksWeightsOnce(MeasuredSchedules(db.path())));
+
+  auto bound = RunFusetune("tune" + fast + "--params " + params.path() + " " + graph);
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_NE(bound.out.find("stored plan was tuned without bound weights: searched again"),
+            std::string::npos)
+      << bound.out;
+  EXPECT_TRUE(AnyPacksWeightsOnce(MeasuredSchedules(db.path())));
+  const std::string signature = first[0]["signature"].get<std::string>();
+  auto shown = RunFusetune("cache show --json --db " + db.path() + " " + signature);
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(nlohmann::json::parse(shown.out)[0]["weights_bound"].get<bool>()) << shown.out;
+
+  auto again = RunFusetune("tune --json" + fast + "--params " + params.path() + " " + graph);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto third = nlohmann::json::parse(again.out)["regions"];
+  EXPECT_TRUE(third[0]["cached"].get<bool>()) << again.out;
+  EXPECT_TRUE(third[0]["searched_again"].is_null());
+}
+
 TEST(ParamsCli, EachKindOfBadBindingIsAClearError) {
   const std::string graph = WriteTempFile("params_bad.relay", kDense);
   auto missing = RunFusetune("check --params /nonexistent/weights " + graph);

@@ -247,15 +247,16 @@ TEST(CacheCli, ANewerFileIsRefusedWithTheUpgradeMessage) {
   std::string db = dir.File("future.db");
   { Database database(db); }
   // Bump the version the way a newer fusetune would have.
-  std::string cmd = "sqlite3 " + db + " 'PRAGMA user_version = 8' 2>/dev/null";
+  const std::string newer = std::to_string(kLatestSchemaVersion + 1);
+  std::string cmd = "sqlite3 " + db + " 'PRAGMA user_version = " + newer + "' 2>/dev/null";
   if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "no sqlite3 shell";
   std::string before = testing::ReadBytes(db);
   CliRun r = Fusetune(dir, "cache ls --db " + db);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(
-      r.err.find("this database was written by fusetune schema v8, this binary knows up to v" +
-                 std::to_string(kLatestSchemaVersion) + "; upgrade fusetune"),
-      std::string::npos)
+  EXPECT_NE(r.err.find("this database was written by fusetune schema v" + newer +
+                       ", this binary knows up to v" + std::to_string(kLatestSchemaVersion) +
+                       "; upgrade fusetune"),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(testing::ReadBytes(db), before);
 }

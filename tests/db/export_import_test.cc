@@ -161,6 +161,45 @@ TEST(ExportImport, MergeKeepsTheBetterRecord) {
   EXPECT_EQ(signatures, (std::set<std::string>{"by_chosen", "faster"}));
 }
 
+// A plan whose tune offered wpack (schema v8) carries the flag through an export; a line
+// without it (an older exporter's, or a plan that never offered wpack) imports as false, and a
+// flag of the wrong type names the line.
+TEST(ExportImport, TheWeightsBoundFlagRoundTripsAndOldLinesReadFalse) {
+  TempDir dir;
+  testing::OpenFile a(dir.File("a.db"));
+  BestPlanRecord bound = testing::SamplePlan("bound", 20);
+  bound.weights_bound = true;
+  a.cache.PutBestPlan(bound);
+  a.cache.PutBestPlan(testing::SamplePlan("plain", 30));
+  const std::string text = Export(a.cache);
+  EXPECT_EQ(text.find("\"weights_bound\":true"), text.rfind("\"weights_bound\"")) << text;
+  EXPECT_NE(text.find("\"weights_bound\":true"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\"weights_bound\":false"), std::string::npos) << "false is not written";
+
+  testing::OpenFile b(dir.File("b.db"));
+  EXPECT_EQ(Import(b.cache, text).added, 2);
+  const std::string t = "x86_64-zen5-avx512";
+  EXPECT_TRUE(b.cache.FindBestPlan({"bound", t, 1, 1})->weights_bound);
+  EXPECT_FALSE(b.cache.FindBestPlan({"plain", t, 1, 1})->weights_bound);
+  std::string again = Export(b.cache);
+  EXPECT_EQ(again.substr(again.find('\n')), text.substr(text.find('\n')));
+
+  std::string bad = text.substr(text.find("{\"kind\":\"best_plan\""));
+  bad = bad.substr(0, bad.find('\n'));
+  const size_t flag = bad.find("true");
+  ASSERT_NE(flag, std::string::npos) << bad;
+  bad.replace(flag, 4, "1");
+  testing::OpenFile c(dir.File("c.db"));
+  try {
+    Import(c.cache, bad + "\n");
+    ADD_FAILURE() << "accepted a number for the flag";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 1: \"weights_bound\" must be true or false"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A line as an exporter before schema v4 wrote it (no family, margin, decision or rounds) imports
 // as a plan without them; a margin of the wrong type names the line.
 TEST(ExportImport, PlansWithoutTheValidationFiguresImport) {
@@ -179,6 +218,7 @@ TEST(ExportImport, PlansWithoutTheValidationFiguresImport) {
   EXPECT_FALSE(plan.margin.has_value());
   EXPECT_EQ(plan.decision, "");
   EXPECT_FALSE(plan.rounds.has_value());
+  EXPECT_FALSE(plan.weights_bound) << "a plan exported before v8: tuned without bound weights";
 
   std::string bad = old_line;
   bad.insert(bad.size() - 1, R"(,"margin":"close")");

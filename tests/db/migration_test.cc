@@ -284,5 +284,50 @@ TEST(Migration, VersionSixPlansKeepTheirFiguresAndUnfusedMayBeNotTimed) {
   EXPECT_ANY_THROW(file.cache.PutBestPlan(wrong, "tuned again"));
 }
 
+// A v7 file's plans, ONNX tunes' among them, did not record whether their tune offered wpack: they
+// read as tuned without bound weights (a tune with bound weights searches them once more, never
+// answering less searched than the store could), history too; new rows keep the flag, and a
+// replaced flagged row is archived with it.
+TEST(Migration, VersionSevenPlansReadAsTunedWithoutBoundWeights) {
+  TempDir dir;
+  std::string path = dir.File("v7.db");
+  { Database v7(path, DatabaseOptions{.schema_version = 7}); }
+  RawExec(path, kPlanRowsV4);
+  RawExec(path, "UPDATE best_plans SET verified_at = 1750000000000");
+
+  testing::OpenFile file(path);
+  EXPECT_EQ(file.db.schema_version(), kLatestSchemaVersion);
+  const BestPlanKey key{"r4", kZen, 1, 1};
+  std::optional<BestPlanRecord> plan = file.cache.FindBestPlan(key);
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(plan->weights_bound);
+  EXPECT_EQ(plan->tuned_us, 8.0);
+  EXPECT_EQ(plan->margin, 0.89);
+  EXPECT_EQ(plan->verified_at, 1750000000000);
+  ASSERT_EQ(file.cache.ListReplacedPlans().size(), 1u);
+  EXPECT_FALSE(file.cache.ListReplacedPlans()[0].plan.weights_bound);
+  EXPECT_EQ(file.cache.ListReplacedPlans()[0].reason, "tuned again");
+  EXPECT_EQ(RawInt(path, "SELECT count(*) FROM best_plans WHERE weights_bound = 0"), 1);
+
+  BestPlanRecord bound = *plan;
+  bound.weights_bound = true;
+  file.cache.PutBestPlan(bound, "tuned again");
+  EXPECT_TRUE(file.cache.FindBestPlan(key)->weights_bound);
+  BestPlanRecord next = bound;
+  next.tuned_us = 7.0;
+  file.cache.PutBestPlan(next, "tuned again");
+  std::vector<ReplacedPlanRecord> history = file.cache.ListReplacedPlans();
+  ASSERT_EQ(history.size(), 3u);
+  EXPECT_TRUE(history[0].plan.weights_bound) << "archived with its flag";
+  EXPECT_EQ(history[0].plan.tuned_us, 8.0);
+  EXPECT_EQ(history[0].reason, "tuned again");
+  // The column takes 0 or 1 only.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(raw, "UPDATE best_plans SET weights_bound = 2", nullptr, nullptr, nullptr),
+            SQLITE_CONSTRAINT);
+  sqlite3_close(raw);
+}
+
 }  // namespace
 }  // namespace fusetune::db

@@ -99,6 +99,50 @@ TEST(ParamsAndAServer, ARemoteTuneMeasuresBoundWeightsPackedOnceAndKeysAsTheLoca
   EXPECT_EQ(RegionSignatures(bound.out), RegionSignatures(local_query.out));
 }
 
+// The service's task path refuses a stored plan that no wpack was offered to, as a local tune
+// does: a region tuned remotely without weights is searched again by a remote tune with them,
+// which says so on the wire, and the plan it stores answers the next one.
+TEST(ParamsAndAServer, ARemoteTuneWithWeightsSearchesAgainARegionTunedWithoutThem) {
+  TestDir dir;
+  const std::string graph = dir.Write("dense.relay", kDense);
+  const std::string params = dir.File("weights");
+  std::filesystem::create_directories(params);
+  WriteNpy(params + "/w.npy", Tensor::Random(TensorType{DType::kFloat32, {80, 96}}, 5));
+  const std::string farm_db = dir.File("farm.db");
+  ServerProcess server(dir, farm_db);
+  Process worker({"worker", "--server", server.address(), "--id", "w1"}, dir.File("w1"));
+  auto tune = [&](std::vector<std::string> head) {
+    CommandResult r = RunFusetune(dir, Args(std::move(head), kFast), {}, std::chrono::seconds(120));
+    EXPECT_EQ(r.exit_code, 0) << r.err << worker.Err();
+    return nlohmann::json::parse(r.exit_code == 0 ? r.out : "{}")["regions"];
+  };
+
+  const auto plain = tune({"tune", "--server", server.address(), graph});
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_TRUE(plain[0]["searched_again"].is_null());
+  EXPECT_FALSE(AnyPacksWeightsOnce(MeasuredSchedules(farm_db)));
+
+  const auto bound = tune({"tune", "--server", server.address(), "--params", params, graph});
+  ASSERT_EQ(bound.size(), 1u);
+  EXPECT_FALSE(bound[0]["cached"].get<bool>());
+  EXPECT_EQ(bound[0]["searched_again"],
+            "stored plan was tuned without bound weights: searched again");
+  EXPECT_TRUE(AnyPacksWeightsOnce(MeasuredSchedules(farm_db)));
+  {
+    db::Database database(farm_db);
+    db::Cache cache(database);
+    std::vector<db::BestPlanRecord> plans = cache.ListBestPlans();
+    ASSERT_EQ(plans.size(), 1u);
+    EXPECT_TRUE(plans[0].weights_bound);
+    EXPECT_EQ(cache.ListReplacedPlans().size(), 1u);
+  }
+
+  const auto again = tune({"tune", "--server", server.address(), "--params", params, graph});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(again[0]["cached"].get<bool>());
+  EXPECT_TRUE(again[0]["searched_again"].is_null());
+}
+
 TEST(ParamsAndAServer, ARemoteTuneOfAnOnnxModelKeepsItsInitialisers) {
   TestDir dir;
   ModelBuilder m;

@@ -110,6 +110,8 @@ class CachedPlan:
     margin: Optional[float] = None
     rounds: int = 0
     verified_at_ms: int = 0
+    # Its tune offered weights packed once (wpack): some matmul of the region had a constant B.
+    weights_bound: bool = False
 
     @classmethod
     def _from_proto(cls, p):
@@ -122,7 +124,8 @@ class CachedPlan:
                    tuned_us=p.tuned_us, greedy_us=p.greedy_us, unfused_us=p.unfused_us,
                    ops=tuple(p.ops), region_text=p.region_text, created_at_ms=p.created_at_ms,
                    decision=p.decision, margin=p.margin if p.HasField("margin") else None,
-                   rounds=p.rounds, verified_at_ms=p.verified_at_ms)
+                   rounds=p.rounds, verified_at_ms=p.verified_at_ms,
+                   weights_bound=p.weights_bound)
 
     def __repr__(self):
         return (f"CachedPlan({self.signature}, {len(self.ops)} ops, {self.chosen} "

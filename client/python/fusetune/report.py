@@ -92,6 +92,9 @@ class RegionReport:
     rounds: int = 0
     # LookupBest answered a miss with the nearest tuned size's plan, e.g. "s1=256 (here 192)".
     transferred_from: str = ""
+    # A tune refused the region's stored plan and searched it again, and why ("stored plan was
+    # tuned without bound weights: searched again"); "" otherwise.
+    searched_again: str = ""
     # How a warm-started tune began (the command line's --json "warm_start"); not on the wire yet,
     # so None here.
     warm_start: Optional[dict] = None
@@ -116,6 +119,7 @@ class RegionReport:
                    pruned=r.pruned, max_abs_error=r.max_abs_error,
                    decision=r.decision, margin=r.margin if r.HasField("margin") else None,
                    rounds=r.rounds, transferred_from=r.transferred_from,
+                   searched_again=r.searched_again,
                    changes_from_greedy=tuple(
                        PlanChange._from_proto(c) for c in r.changes_from_greedy))
 
@@ -125,6 +129,7 @@ class RegionReport:
             "nodes": list(self.nodes),
             "ops": list(self.ops),
             "cached": self.cached,
+            "searched_again": self.searched_again or None,
             "plan": [list(g.nodes) for g in self.plan],
             "schedules": [g.schedule for g in self.plan],
             "chosen": self.chosen,

@@ -106,6 +106,8 @@ def format_table(r):
             "faster one wins beyond noise):\n")
     for i, g in enumerate(r.regions):
         out += f"{i + 1:>3}  {g.chosen:<8}{_groups(g)}\n"
+        if g.searched_again:
+            out += f"     {g.searched_again}\n"
         if g.decision:
             rounds = f" ({g.rounds} rounds)" if g.rounds > 0 else ""
             out += f"     {g.decision}{rounds}\n"
