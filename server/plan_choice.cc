@@ -12,8 +12,15 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Greedy's grouping of the region (in `graph`'s ids), each group on its best schedule, with the
-// sum of their times; nullopt when a group of it has no valid measurement.
+std::string CoverText(const Graph& g, const Region& region, const Partition& p) {
+  if (!p.found()) return "none";
+  std::vector<PlanGroup> groups;
+  for (size_t idx : p.groups) groups.push_back({region.groups[idx].nodes, {}});
+  return fmt::format("{} {:.2f} µs", PlanText(g, groups), p.cost);
+}
+
+}  // namespace
+
 std::optional<std::pair<Plan, double>> GreedyCover(const Graph& graph, const RegionSearch& rs,
                                                    const MeasurementPlan& plan) {
   Plan cover{"tuned", {}};
@@ -27,15 +34,6 @@ std::optional<std::pair<Plan, double>> GreedyCover(const Graph& graph, const Reg
   }
   return std::make_pair(std::move(cover), us);
 }
-
-std::string CoverText(const Graph& g, const Region& region, const Partition& p) {
-  if (!p.found()) return "none";
-  std::vector<PlanGroup> groups;
-  for (size_t idx : p.groups) groups.push_back({region.groups[idx].nodes, {}});
-  return fmt::format("{} {:.2f} µs", PlanText(g, groups), p.cost);
-}
-
-}  // namespace
 
 std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
                                                   const std::vector<TuneRegion>& regions,

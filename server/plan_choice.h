@@ -5,6 +5,7 @@
 // groups' times sum within the unpaired noise floor (3%) of that cover's. This is where a later
 // cost model that ranks schedules, or new kinds of fusion, hand their candidates to the DP.
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ir/plan.h"
@@ -18,5 +19,11 @@ namespace fusetune {
 std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
                                                   const std::vector<TuneRegion>& regions,
                                                   const MeasurementPlan& plan);
+
+// Greedy's grouping of the region (in `graph`'s ids), each group on its best schedule (a duel's
+// winner, else the unpaired rule's), with the sum of their times; nullopt when a group of it has
+// no valid measurement.
+std::optional<std::pair<Plan, double>> GreedyCover(const Graph& graph, const RegionSearch& rs,
+                                                   const MeasurementPlan& plan);
 
 }  // namespace fusetune

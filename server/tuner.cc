@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/calibration.h"
+#include "server/grouping_fallback.h"
 #include "server/job_runner.h"
 #include "server/measurement_planning.h"
 #include "server/measuring.h"
@@ -70,8 +71,12 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
                             std::make_move_iterator(duels.end()));
         tuned = ChooseTunedPlans(graph, regions, plan);
       }
-      for (RegionWinner& w : ValidateRegions(policy, regions, plan, tuned, runner))
-        winners.push_back(std::move(w));
+      std::vector<RegionWinner> validated = ValidateRegions(policy, regions, plan, tuned, runner);
+      std::vector<ScheduleDuel> duels =
+          RetryOnGreedysGrouping(policy, regions, plan, tuned, validated, runner);
+      report.duels.insert(report.duels.end(), std::make_move_iterator(duels.begin()),
+                          std::make_move_iterator(duels.end()));
+      for (RegionWinner& w : validated) winners.push_back(std::move(w));
     }
     RecordBestPlans(policy, regions, winners, cache, report.regions);
     AddSearchCounts(plan, measured, report);

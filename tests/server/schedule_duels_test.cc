@@ -311,5 +311,67 @@ TEST_F(WeightsPackedTwins, AnotherScheduleFasterThanTheTwinBeyondTheFloorIsDuele
   EXPECT_EQ(chosen.ToString(), report.duels[0].schedule);
 }
 
+// The searched cover [dense add] [relu] looks `candidate` times cheaper than greedy's one kernel in
+// the candidate jobs, and runs `validation` times slower in the region's validation; the
+// weights-packed twin is even with the default everywhere, or `twin_paired` in its duel's rounds.
+struct SplitThenLosesBackend : ModelBackend {
+  SplitThenLosesBackend(double candidate, double validation, double twin_paired) {
+    adjust = [=](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+      const bool duel = IsDuel(job), validating = IsValidation(job);
+      t.median_us = 0;
+      for (size_t i = 0; i < plan.groups.size(); ++i) {
+        if (plan.groups[i].nodes.size() == 2 && !duel)
+          t.kernel_us[i] *= validating ? validation : candidate;
+        if (duel && plan.groups[i].schedule.Get("wpack", 0) == 1) t.kernel_us[i] *= twin_paired;
+        t.median_us += t.kernel_us[i];
+      }
+      t.repeat = 5;
+    };
+  }
+  int validation_jobs() const {
+    int n = 0;
+    for (const MeasureJob& job : seen) n += IsValidation(job);
+    return n;
+  }
+};
+
+TEST_F(WeightsPackedTwins, WhenASearchedGroupingLosesGreedysGroupingKeepsItsDueledTwin) {
+  SplitThenLosesBackend backend(0.4, 1.5, 1.0);
+  const TuneReport report = TuneBoundDense(backend);
+  ASSERT_EQ(report.regions.size(), 1u);
+  const RegionReport& region = report.regions[0];
+  EXPECT_EQ(region.chosen, "tuned") << region.decision;
+  ASSERT_EQ(region.plan.size(), 1u) << "greedy's grouping: one kernel";
+  EXPECT_EQ(region.plan[0].schedule.Get("wpack", 0), 1) << region.plan[0].schedule.ToString();
+  EXPECT_EQ(region.decision.rfind("the searched grouping lost (", 0), 0u) << region.decision;
+  EXPECT_NE(region.decision.find("greedy kept); then schedules that won their duels"),
+            std::string::npos)
+      << region.decision;
+  bool greedy_group_dueled = false;
+  for (const ScheduleDuel& d : report.duels)
+    greedy_group_dueled |= d.ops.size() == 3 && d.kept_unless_beaten && d.won;
+  EXPECT_TRUE(greedy_group_dueled);
+  EXPECT_EQ(backend.validation_jobs(), region.rounds) << "both validations' rounds";
+}
+
+TEST_F(WeightsPackedTwins, NoSecondValidationWhenGreedysGroupsKeepTheirDefaults) {
+  SplitThenLosesBackend backend(0.4, 1.5, 1.05);  // the twin loses its duel: nothing to retry
+  const TuneReport report = TuneBoundDense(backend);
+  ASSERT_EQ(report.regions.size(), 1u);
+  EXPECT_EQ(report.regions[0].chosen, "greedy") << report.regions[0].decision;
+  EXPECT_EQ(report.regions[0].decision.find("the searched grouping lost"), std::string::npos);
+  ASSERT_EQ(report.regions[0].plan.size(), 1u);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.Get("wpack", 0), 0);
+  EXPECT_EQ(backend.validation_jobs(), report.regions[0].rounds) << "one validation";
+
+  // The same tune where the searched grouping wins: validation runs once, as before.
+  std::filesystem::remove(path_);
+  SplitThenLosesBackend wins(0.4, 0.4, 1.05);
+  const TuneReport won = TuneBoundDense(wins);
+  EXPECT_EQ(won.regions[0].chosen, "tuned") << won.regions[0].decision;
+  EXPECT_EQ(won.regions[0].plan.size(), 2u);
+  EXPECT_EQ(wins.validation_jobs(), won.regions[0].rounds) << "one validation";
+}
+
 }  // namespace
 }  // namespace fusetune
