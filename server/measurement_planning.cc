@@ -45,7 +45,7 @@ GroupWork NewGroup(const Graph& g, const FusedGroup& group, std::string signatur
   size_t first = std::min(space.size(), static_cast<size_t>(std::max(1, o.schedules_per_group)));
   // The default's twin that packs constant weights once is always measured: its duel
   // (server/schedule_duels.h) keeps it unless the default wins, which needs its figure. The ranker
-  // often puts another tile on wpack first, 1-2% apart on BERT's denses.
+  // may put another tile on wpack first, 1-2% apart from it on BERT's denses.
   if (const std::optional<Schedule> twin = WeightsPackedTwin(space[0]); twin && first >= 2) {
     auto it = std::find(space.begin() + static_cast<std::ptrdiff_t>(first), space.end(), *twin);
     if (it != space.end())

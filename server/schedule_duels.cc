@@ -23,7 +23,7 @@ struct Challenge {
   // The default's twin that packs the weights once (WeightsPackedTwin): kept unless the default
   // wins. It does the default's arithmetic and less work per call, so a tie in paired rounds is
   // no evidence for the default; keeping the twin only when it wins left its 4-6% on BERT's
-  // denses to the noise of a shared machine in most tunes.
+  // denses to the noise of a shared machine in many tunes.
   bool kept_unless_beaten;
 };
 
