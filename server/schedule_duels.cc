@@ -73,8 +73,8 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
         entries.push_back({&gw, *c, c->kept_unless_beaten || c->index == gw.best_index()});
     }
   }
-  // Every pick of the unpaired rule, then the heaviest groups first: there a schedule's few
-  // percent are worth most.
+  // Every pick of the unpaired rule and every weights-packed twin, then the heaviest groups first:
+  // there a schedule's few percent are worth most.
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     if (a.picked != b.picked) return a.picked;
     return a.gw->median_us[0] > b.gw->median_us[0];

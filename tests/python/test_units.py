@@ -163,6 +163,13 @@ def test_the_table_is_the_command_lines():
     assert text.endswith("or cache = the region's stored plan\n")
 
 
+def test_a_decision_counts_its_rounds_as_the_command_line_does():
+    one = str(report([region(decision="unfused = greedy; tuned = greedy: greedy kept", rounds=1)]))
+    assert "     unfused = greedy; tuned = greedy: greedy kept (1 round)\n" in one
+    five = str(report([region(decision="tuned chosen", rounds=5)]))
+    assert "     tuned chosen (5 rounds)\n" in five
+
+
 def test_a_failed_plan_prints_as_failed_and_null():
     r = report([region(greedy_us=math.inf)], total=Totals(2.0, math.inf, 4.0, True))
     assert "failed" in str(r) and "  -  " in str(r)

@@ -109,7 +109,7 @@ def format_table(r):
         if g.searched_again:
             out += f"     {g.searched_again}\n"
         if g.decision:
-            rounds = f" ({g.rounds} rounds)" if g.rounds > 0 else ""
+            rounds = f" ({g.rounds} round{'' if g.rounds == 1 else 's'})" if g.rounds > 0 else ""
             out += f"     {g.decision}{rounds}\n"
         if g.transferred_from:
             out += ("     transferred, not measured at this size: the plan tuned at "
