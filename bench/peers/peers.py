@@ -205,9 +205,11 @@ def compare(name, case, threads, args, db):
     contenders = list(args.peers) + list(args.plans)
     times = {c: [] for c in contenders}
     errors, self_errors, loads = {}, {}, []
-    for _ in range(args.rounds):
+    for r in range(args.rounds):
         loads.append(os.getloadavg()[0])
-        for c in contenders:
+        # Rotate the order each round: whatever runs right after ONNX Runtime or PyTorch times a few
+        # percent slower (BENCHMARKS.md, "position effect"), so no contender may always follow one.
+        for c in contenders[r % len(contenders):] + contenders[:r % len(contenders)]:
             out_dir = os.path.join(case["dir"], f"out_{c}_{threads}")
             os.makedirs(out_dir, exist_ok=True)
             if c == "pytorch":
