@@ -50,6 +50,9 @@ def add_common_args(p):
     p.add_argument("--boost", action="store_true",
                    help="time at autogroup nice -20 (root; every contender alike)")
     p.add_argument("--json", help="also write the figures here")
+    p.add_argument("--peak", metavar="MATMUL_BENCH",
+                   help="build/bench/matmul/matmul_bench: time the core's FMA peak in every round "
+                        "too, and print each contender's matmul GFLOP/s as a share of it")
 
 
 class Failed(Exception):
@@ -189,6 +192,27 @@ def time_ort(case, threads, args, out_dir):
     return json.loads(stdout)["us"]
 
 
+def matmul_gflop(case):
+    """The matmuls of one call of an exported transformer (bert_layer, bert, gpt2: QKV, output
+    projection, the two FFN denses, Q·Kᵀ and P·V, causal or not), in GFLOP."""
+    import numpy as np
+    with open(case["spec"]) as f:
+        spec = json.load(f)
+    seq = np.load(case["x"], mmap_mode="r").shape[-2]
+    d, ff = spec["d_model"], spec["ff"]
+    per_layer = 2 * seq * (4 * d * d + 2 * d * ff) + 2 * 2 * seq * seq * d
+    return spec["layers"] * per_layer / 1e9
+
+
+def time_peak(matmul_bench, threads, args):
+    """The core's FMA peak at `threads`, GFLOP/s: matmul_bench's 16-chain JIT kernel."""
+    stdout, _ = run([matmul_bench, "peak"], boost=args.boost)
+    m = re.search(rf"FMA peak {threads}t \(16 chains\)\s+([0-9.]+) GFLOP/s", stdout)
+    if not m:
+        raise RuntimeError(f"no {threads}-thread FMA peak in `{matmul_bench} peak`:\n{stdout}")
+    return float(m.group(1))
+
+
 def time_fusetune(case, plan, threads, args, db, out_dir):
     cmd = [os.path.abspath(args.fusetune), "run", case["model"], "--plan", plan, "--threads",
            str(threads), "--inputs", case["inputs"], "--outputs", out_dir, "--repeat",
@@ -204,9 +228,11 @@ def compare(name, case, threads, args, db):
     """Round-robin timing of the peers and the plans at one thread count; prints and returns a row."""
     contenders = list(args.peers) + list(args.plans)
     times = {c: [] for c in contenders}
-    errors, self_errors, loads = {}, {}, []
+    errors, self_errors, loads, peaks = {}, {}, [], []
     for r in range(args.rounds):
         loads.append(os.getloadavg()[0])
+        if args.peak:
+            peaks.append(time_peak(args.peak, threads, args))
         # Rotate the order each round: whatever runs right after ONNX Runtime or PyTorch times a few
         # percent slower (BENCHMARKS.md, "position effect"), so no contender may always follow one.
         for c in contenders[r % len(contenders):] + contenders[:r % len(contenders)]:
@@ -241,6 +267,15 @@ def compare(name, case, threads, args, db):
         if c in args.plans:
             line += f", faster in {sum(r < 1 for r in paired)}/{len(paired)} rounds"
         line += f")  err vs PyTorch {errors[c]:.1e}"
+        if peaks:
+            # Per round against that round's peak, then the median: the peak drifts with the host.
+            shares = [matmul_gflop(case) * 1e6 / us / peak for us, peak in zip(times[c], peaks)]
+            row[c]["matmul_share_of_peak"] = statistics.median(shares)
+            line += f"  matmuls at {100 * statistics.median(shares):.0f}% of the FMA peak"
+    if peaks:
+        row["fma_peak_gflops"] = peaks
+        line += (f"\n    FMA peak {statistics.median(peaks):.1f} GFLOP/s at {threads} thread(s); the "
+                 f"matmuls are {matmul_gflop(case):.3f} GFLOP a call")
     print(line, flush=True)
     return row
 
