@@ -3,9 +3,10 @@
 Used by bench/bert/bert_vs_pytorch.py (one BERT layer) and bench/models/models_vs_peers.py (whole
 models). A case is one exported model (bench/models/export_model.py: model.onnx, inputs/x.npy,
 y.npy = PyTorch's output, spec.json); for each thread count, `compare` times, round-robin within
-one run, PyTorch, ONNX Runtime and `fusetune run --plan P` for each plan, and reports every time
-against the best of the two peers, by whole-run medians and by the ratio within each round (the
-figure least moved by other processes on a shared machine).
+one run, PyTorch, ONNX Runtime and `fusetune run --plan P` for each plan, in an order that rotates
+each round, and reports every time against the best of the two peers, by whole-run medians and by
+the ratio within each round (the figure least moved by other processes on a shared machine). With
+--peak, each round also times the core's FMA peak and each contender's matmuls as a share of it.
 
 The peers are set up as a user who cares about speed would (TOOLCHAIN.md, "Peers"):
 - PyTorch in a fresh process per round with OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = N for the whole
