@@ -235,7 +235,7 @@ def compare(name, case, threads, args, db):
         if args.peak:
             peaks.append(time_peak(args.peak, threads, args))
         # Rotate the order each round: whatever runs right after ONNX Runtime or PyTorch times a few
-        # percent slower (BENCHMARKS.md, "position effect"), so no contender may always follow one.
+        # percent slower (BENCHMARKS.md, "the round-robin's order"), so none may always follow one.
         for c in contenders[r % len(contenders):] + contenders[:r % len(contenders)]:
             out_dir = os.path.join(case["dir"], f"out_{c}_{threads}")
             os.makedirs(out_dir, exist_ok=True)
