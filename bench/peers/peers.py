@@ -3,10 +3,11 @@
 Used by bench/bert/bert_vs_pytorch.py (one BERT layer) and bench/models/models_vs_peers.py (whole
 models). A case is one exported model (bench/models/export_model.py: model.onnx, inputs/x.npy,
 y.npy = PyTorch's output, spec.json); for each thread count, `compare` times, round-robin within
-one run, PyTorch, ONNX Runtime and `fusetune run --plan P` for each plan, in an order that rotates
-each round, and reports every time against the best of the two peers, by whole-run medians and by
-the ratio within each round (the figure least moved by other processes on a shared machine). With
---peak, each round also times the core's FMA peak and each contender's matmuls as a share of it.
+one run, PyTorch, ONNX Runtime and `fusetune run --plan P` for each plan, in an order that changes
+each round (a Williams design), and reports every time against the best of the two peers, by
+whole-run medians and by the ratio within each round (the figure least moved by other processes
+on a shared machine). With --peak, each round also times the core's FMA peak and each
+contender's matmuls as a share of it.
 
 The peers are set up as a user who cares about speed would (TOOLCHAIN.md, "Peers"):
 - PyTorch in a fresh process per round with OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = N for the whole
@@ -225,6 +226,21 @@ def time_fusetune(case, plan, threads, args, db, out_dir):
     return result["total_us"], result["max_abs_error"]
 
 
+def williams_order(n, r):
+    """Round r's order of n contenders: row r of a Williams design (the crossover trials' balanced
+    Latin square). Over n rounds (2n when n is odd) each contender runs as often in every position
+    and right after every other, where a plain rotation keeps one predecessor in every round."""
+    base, lo, hi = [0], 1, n - 1
+    while len(base) < n:
+        base.append(lo)
+        lo += 1
+        if len(base) < n:
+            base.append(hi)
+            hi -= 1
+    row = [(b + r) % n for b in base]
+    return row[::-1] if n % 2 and (r // n) % 2 else row
+
+
 def compare(name, case, threads, args, db):
     """Round-robin timing of the peers and the plans at one thread count; prints and returns a row."""
     contenders = list(args.peers) + list(args.plans)
@@ -234,9 +250,9 @@ def compare(name, case, threads, args, db):
         loads.append(os.getloadavg()[0])
         if args.peak:
             peaks.append(time_peak(args.peak, threads, args))
-        # Rotate the order each round: whatever runs right after ONNX Runtime or PyTorch times a few
-        # percent slower (BENCHMARKS.md, "the round-robin's order"), so none may always follow one.
-        for c in contenders[r % len(contenders):] + contenders[:r % len(contenders)]:
+        # What runs right after ONNX Runtime or PyTorch may time a few percent slower
+        # (BENCHMARKS.md, "the round-robin's order"): each round takes a Williams design's next row.
+        for c in (contenders[i] for i in williams_order(len(contenders), r)):
             out_dir = os.path.join(case["dir"], f"out_{c}_{threads}")
             os.makedirs(out_dir, exist_ok=True)
             if c == "pytorch":
