@@ -84,29 +84,6 @@ def piece_of_kernel(ops, order):
     return "head split/merge, reshapes"
 
 
-def flops_of(graph):
-    """FLOPs of each dense and batch_matmul node by name (2·M·N·K), from `check --json` types."""
-    types = {n["name"]: n["type"] for n in graph["nodes"]}
-    types.update({p["name"]: p["type"] for p in graph["params"]})
-
-    def shape(t):
-        inner = t[t.index("(") + 1:t.index(")")]
-        return [int(d) for d in inner.split(",") if d.strip()]
-
-    flops = {}
-    for n in graph["nodes"]:
-        if n["op"] in ("nn.dense", "nn.batch_matmul"):
-            out = shape(n["type"])
-            a = n["inputs"][0]
-            k = shape(types[a])[-1] if a in types else None
-            if k:
-                count = 1
-                for d in out:
-                    count *= d
-                flops[n["name"]] = 2 * count * k
-    return flops
-
-
 def ort_round(case, threads, args, prefix):
     env = peers.huge_page_env(dict(os.environ))
     stdout, _ = peers.run(["node", os.path.join(HERE, "ort_time.js"), "--model", case + "/model.onnx",
@@ -144,7 +121,7 @@ def fusetune_round(case, threads, args, graph):
     stdout, _ = peers.run(cmd, boost=args.boost)
     result = json.loads(stdout)
     op = {n["name"]: n["op"] for n in graph["nodes"]}
-    flops = flops_of(graph)
+    flops = peers.matmul_flops(graph)
     pieces, ops, fl = collections.defaultdict(float), collections.defaultdict(set), \
         collections.defaultdict(float)
     order = collections.Counter()
@@ -177,8 +154,7 @@ def main():
     args = p.parse_args()
 
     case = os.path.abspath(args.case)
-    graph = json.loads(peers.run([os.path.abspath(args.fusetune), "check", "--json",
-                                  case + "/model.onnx"])[0])
+    graph, _ = peers.checked_graph(args.fusetune, case + "/model.onnx")
     rows = []
     for ti, threads in enumerate(args.threads):
         ort_pieces, our_pieces = collections.defaultdict(list), collections.defaultdict(list)

@@ -128,11 +128,16 @@ def export(out_dir, model, layers, seq, extra=()):
     return case
 
 
+def checked_graph(fusetune, model):
+    """`fusetune check --json MODEL`: the imported, typed graph and the seconds it took."""
+    out, secs = run([os.path.abspath(fusetune), "check", "--json", model])
+    return json.loads(out), secs
+
+
 def describe_check(fusetune, model):
     """`fusetune check --json`: the imported graph's size and ops, in one line."""
     import collections
-    out, secs = run([fusetune, "check", "--json", model])
-    graph = json.loads(out)
+    graph, secs = checked_graph(fusetune, model)
     ops = collections.Counter(n["op"] for n in graph["nodes"])
     return (f"imported in {secs:.1f} s: {len(graph['nodes'])} nodes, {len(graph['params'])} "
             f"parameters; "
@@ -194,16 +199,27 @@ def time_ort(case, threads, args, out_dir):
     return json.loads(stdout)["us"]
 
 
-def matmul_gflop(case):
-    """The matmuls of one call of an exported transformer (bert_layer, bert, gpt2: QKV, output
-    projection, the two FFN denses, Q·Kᵀ and P·V, causal or not), in GFLOP."""
-    import numpy as np
-    with open(case["spec"]) as f:
-        spec = json.load(f)
-    seq = np.load(case["x"], mmap_mode="r").shape[-2]
-    d, ff = spec["d_model"], spec["ff"]
-    per_layer = 2 * seq * (4 * d * d + 2 * d * ff) + 2 * 2 * seq * seq * d
-    return spec["layers"] * per_layer / 1e9
+def matmul_flops(graph):
+    """FLOPs of each dense and batch_matmul node by name (2·M·N·K), from `check --json` types."""
+    types = {n["name"]: n["type"] for n in graph["nodes"]}
+    types.update({p["name"]: p["type"] for p in graph["params"]})
+
+    def shape(t):
+        inner = t[t.index("(") + 1:t.index(")")]
+        return [int(d) for d in inner.split(",") if d.strip()]
+
+    flops = {}
+    for n in graph["nodes"]:
+        if n["op"] in ("nn.dense", "nn.batch_matmul"):
+            out = shape(n["type"])
+            a = n["inputs"][0]
+            k = shape(types[a])[-1] if a in types else None
+            if k:
+                count = 1
+                for d in out:
+                    count *= d
+                flops[n["name"]] = 2 * count * k
+    return flops
 
 
 def time_peak(matmul_bench, threads, args):
@@ -246,6 +262,8 @@ def compare(name, case, threads, args, db):
     contenders = list(args.peers) + list(args.plans)
     times = {c: [] for c in contenders}
     errors, self_errors, loads, peaks = {}, {}, [], []
+    if args.peak:
+        gflop = sum(matmul_flops(checked_graph(args.fusetune, case["model"])[0]).values()) / 1e9
     for r in range(args.rounds):
         loads.append(os.getloadavg()[0])
         if args.peak:
@@ -286,13 +304,13 @@ def compare(name, case, threads, args, db):
         line += f")  err vs PyTorch {errors[c]:.1e}"
         if peaks:
             # Per round against that round's peak, then the median: the peak drifts with the host.
-            shares = [matmul_gflop(case) * 1e6 / us / peak for us, peak in zip(times[c], peaks)]
-            row[c]["matmul_share_of_peak"] = statistics.median(shares)
-            line += f"  matmuls at {100 * statistics.median(shares):.0f}% of the FMA peak"
+            share = statistics.median(gflop * 1e6 / us / peak for us, peak in zip(times[c], peaks))
+            row[c]["matmul_share_of_peak"] = share
+            line += f"  matmuls at {100 * share:.0f}% of the FMA peak"
     if peaks:
         row["fma_peak_gflops"] = peaks
         line += (f"\n    FMA peak {statistics.median(peaks):.1f} GFLOP/s at {threads} thread(s); the "
-                 f"matmuls are {matmul_gflop(case):.3f} GFLOP a call")
+                 f"matmuls are {gflop:.3f} GFLOP a call")
     print(line, flush=True)
     return row
 
