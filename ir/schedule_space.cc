@@ -11,6 +11,9 @@
 #include "ir/schedule_space.h"
 
 #include <algorithm>
+#include <climits>
+#include <map>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -75,6 +78,27 @@ std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group,
     space.push_back(Knobs({{"parallel", 0}, {"vector", 32}}));
   }
   return space;
+}
+
+int ScheduleDistance(const Schedule& a, const Schedule& b) {
+  constexpr int64_t kUnset = INT64_MIN;
+  std::map<std::string, std::pair<int64_t, int64_t>> knobs;
+  for (const auto& [k, v] : a.knobs) knobs[k] = {v, kUnset};
+  for (const auto& [k, v] : b.knobs) {
+    auto [it, inserted] = knobs.try_emplace(k, kUnset, v);
+    if (!inserted) it->second.second = v;
+  }
+  auto differs = [&](const char* knob) {
+    auto it = knobs.find(knob);
+    return it != knobs.end() && it->second.first != it->second.second;
+  };
+  const bool rows = differs("mr"), cols = differs("nr");
+  int d = rows || cols ? 1 : 0;
+  for (const auto& [k, v] : knobs) {
+    if (k == "mr" || k == "nr" || (k == "mc" && rows) || (k == "nc" && cols)) continue;
+    d += v.first != v.second;
+  }
+  return d;
 }
 
 Schedule AdaptSchedule(const Graph& from_graph, const FusedGroup& from, const Schedule& tuned,

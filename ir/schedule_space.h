@@ -23,6 +23,13 @@ bool MatmulWeightsConstant(const Graph& graph, const FusedGroup& group);
 // default. Never empty.
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads);
 
+// How many knobs two schedules of one group differ in: the schedule search's notion of a
+// neighbour (distance 1). A knob only one of them spells differs. The register tile (mr, nr) is
+// one knob, and a cache block rounded to a tile dimension (mc to mr, nc to nr) follows that
+// dimension: where it changed, the block is not counted, else no tile change would be one step
+// from any schedule, every space entry spelling its blocks resolved.
+int ScheduleDistance(const Schedule& a, const Schedule& b);
+
 // A schedule tuned for group `from` of `from_graph`, adapted to group `to` of `to_graph`: the same
 // group (same template, ops and wiring) at other sizes, at the same thread count. Matmul groups
 // get AdaptMatmulSchedule (tiles clamped, default blocks recomputed for the new sizes). The other

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "ir/schedule_space.h"
 #include "server/measuring.h"
 #include "server/noise.h"
 #include "server/stage_log.h"
@@ -17,22 +18,6 @@ namespace {
 constexpr int kPerRound = 2;    // new schedules per group per round
 constexpr int kMaxStale = 2;    // rounds without a faster schedule before a group drops out
 constexpr int kMaxRounds = 16;  // a bound on the batches (each waits for its slowest job)
-
-// Knobs whose values differ (a knob only one schedule spells counts as differing).
-int Distance(const Schedule& a, const Schedule& b) {
-  std::map<std::string, std::pair<int64_t, int64_t>> knobs;
-  for (const auto& [k, v] : a.knobs) knobs[k] = {v, INT64_MIN};
-  for (const auto& [k, v] : b.knobs) {
-    auto it = knobs.find(k);
-    if (it == knobs.end())
-      knobs[k] = {INT64_MIN, v};
-    else
-      it->second.second = v;
-  }
-  int d = 0;
-  for (const auto& [k, v] : knobs) d += v.first != v.second;
-  return d;
-}
 
 // The measured schedules within noise of the group's fastest, at most half of those measured
 // (at least one).
@@ -76,7 +61,7 @@ std::vector<Schedule> NextSchedules(GroupWork& gw, int n) {
   };
   take([&](const Schedule& c) {
     for (size_t s : half)
-      if (Distance(c, gw.schedules[s]) == 1) return true;
+      if (ScheduleDistance(c, gw.schedules[s]) == 1) return true;
     return false;
   });
   take([](const Schedule&) { return true; });

@@ -5,9 +5,10 @@
 //
 //   round r:  the region's groups, heaviest first (their best measured time: where a faster
 //             schedule saves the most), that are still alive, each get up to kPerRound new
-//             schedules: first the unmeasured neighbours (one knob changed) of the group's
-//             better half (the measured schedules within noise of its best, at most half of
-//             them), in the ranker's order, then the next ranked; measured together as one batch
+//             schedules: first the unmeasured neighbours (one knob changed, ScheduleDistance) of
+//             the group's better half (the measured schedules within noise of its best, at most
+//             half of them), in the ranker's order, then the next ranked; measured together as one
+//             batch
 //   a group drops out when its space is measured, or after two rounds that found nothing faster
 //             beyond noise (server/noise.h); the region's budget ends the search
 //

@@ -189,6 +189,60 @@ TEST(ScheduleSearch, NeighboursOfTheBetterHalfComeFirst) {
   EXPECT_EQ(gw.candidates, std::vector<Schedule>{Knobs({{"parallel", 0}})});
 }
 
+TEST(ScheduleSearch, ATileChangeIsOneStepThoughItsBlocksFollow) {
+  const Schedule four = Knobs({{"kc", 768}, {"mc", 256}, {"mr", 4}, {"nc", 64}, {"nr", 64}});
+  // mr 6 rounds mc up to 258; mr 8 with nr 32 moves both blocks: each is one tile change.
+  EXPECT_EQ(
+      ScheduleDistance(four, Knobs({{"kc", 768}, {"mc", 258}, {"mr", 6}, {"nc", 64}, {"nr", 64}})),
+      1);
+  EXPECT_EQ(
+      ScheduleDistance(four, Knobs({{"kc", 768}, {"mc", 256}, {"mr", 8}, {"nc", 32}, {"nr", 32}})),
+      1);
+  // A block that changes with the tile's other dimension fixed still counts.
+  EXPECT_EQ(
+      ScheduleDistance(four, Knobs({{"kc", 768}, {"mc", 258}, {"mr", 6}, {"nc", 128}, {"nr", 64}})),
+      2);
+  EXPECT_EQ(
+      ScheduleDistance(four, Knobs({{"kc", 512}, {"mc", 256}, {"mr", 4}, {"nc", 64}, {"nr", 64}})),
+      1);
+  EXPECT_EQ(ScheduleDistance(four, four), 0);
+  EXPECT_EQ(ScheduleDistance(Schedule{}, Knobs({{"wpack", 1}})), 1) << "spelled by one only";
+  EXPECT_EQ(ScheduleDistance(Knobs({{"vector", 8}}), Knobs({{"parallel", 0}, {"vector", 4}})), 2);
+}
+
+TEST(ScheduleSearch, TheSearchStepsToAnotherRegisterTile) {
+  // BERT's FFN 2 at S = 256 (x [256, 3072], weights [768, 3072]): from the default tile, the next
+  // schedules to measure include another register tile of the space, its blocks resolved.
+  Graph g = ParseRelay(
+      "fn (%x: Tensor[(256, 3072), float32], %w: Tensor[(768, 3072), float32]) { nn.dense(%x, %w) "
+      "}",
+      "t");
+  const FusedGroup group = WholeGroup(g);
+  const std::vector<Schedule> space = ScheduleSpace(g, group, 1);
+  GroupWork gw;
+  gw.schedules = {space[0]};
+  gw.median_us = {100};
+  gw.rel_error = {0.01};
+  gw.known = {true};
+  // The candidates in an order that puts every tile change last, as a ranker might.
+  std::vector<Schedule> same_tile, other_tile;
+  for (size_t i = 1; i < space.size(); ++i)
+    (space[i].Get("mr", 0) == space[0].Get("mr", 0) &&
+             space[i].Get("nr", 0) == space[0].Get("nr", 0)
+         ? same_tile
+         : other_tile)
+        .push_back(space[i]);
+  ASSERT_FALSE(other_tile.empty());
+  gw.candidates = same_tile;
+  gw.candidates.insert(gw.candidates.end(), other_tile.begin(), other_tile.end());
+  bool tile_changed = false;
+  for (const Schedule& s : NextSchedules(gw, static_cast<int>(space.size()))) {
+    if (ScheduleDistance(s, space[0]) != 1) break;  // the neighbours come first
+    tile_changed |= s.Get("mr", 0) != space[0].Get("mr", 0);
+  }
+  EXPECT_TRUE(tile_changed) << "no neighbour of the default has another mr";
+}
+
 // ---- the search in the tuner ----
 
 // Times by bytes moved; a kernel with vector=4 runs twice as fast (so the search must find it:
