@@ -11,6 +11,8 @@ namespace {
 
 int64_t RoundUp16(int64_t x) { return (x + 15) / 16 * 16; }
 
+constexpr int64_t kTwoPassMaxKeys = 2048;
+
 }  // namespace
 
 AttentionShape AttentionShapeOf(const Graph& graph, const FusedGroup& group) {
@@ -32,6 +34,7 @@ AttentionShape AttentionShapeOf(const Graph& graph, const FusedGroup& group) {
 AttentionTiling ResolveAttentionTiling(const AttentionShape& shape, const Schedule& schedule,
                                        int threads) {
   AttentionTiling t;
+  t.online = shape.n > kTwoPassMaxKeys;
   // Enough tasks for every thread to get several (one head has M / q_rows of them).
   while (t.q_rows > 8 && t.Tasks(shape) < 4 * std::max(1, threads)) t.q_rows /= 2;
   for (const auto& [key, value] : schedule.knobs) {
@@ -48,9 +51,14 @@ AttentionTiling ResolveAttentionTiling(const AttentionShape& shape, const Schedu
       if (value < 1 || value > 8)
         throw UserError(fmt::format("schedule knob rows={} must be 1..8", value));
       t.rows = static_cast<int>(value);
+    } else if (key == "online") {
+      if (value != 0 && value != 1)
+        throw UserError(fmt::format("schedule knob online={} must be 0 or 1", value));
+      t.online = value == 1;
     } else {
       throw UserError(fmt::format(
-          "unknown schedule knob '{}' (the attention template has: q_rows, k_block, rows)", key));
+          "unknown schedule knob '{}' (the attention template has: q_rows, k_block, rows, online)",
+          key));
     }
   }
   t.q_rows = std::clamp<int64_t>(t.q_rows, 1, std::max<int64_t>(1, shape.m));
@@ -73,6 +81,10 @@ std::vector<Schedule> AttentionScheduleSpace(const AttentionShape& shape, int th
   add({{"rows", 6}, {"k_block", 32}});
   if (shape.m >= 64) add({{"q_rows", 64}});
   add({{"q_rows", 16}});
+  // The other softmax form than the default's, at two micro-kernel heights.
+  const int64_t other = shape.n > kTwoPassMaxKeys ? 0 : 1;
+  add({{"online", other}});
+  add({{"online", other}, {"rows", 2}});
   return space;
 }
 

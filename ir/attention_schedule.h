@@ -9,6 +9,14 @@
 //            keys live in registers (k_block % 16 == 0, 16..256); clamped to N rounded up to 16
 //   rows     queries computed together in the micro-kernel (1..8): each loaded K or V vector is
 //            used `rows` times
+//   online   1: one pass over the keys, the softmax online (each key block rescales the output
+//            rows accumulated so far); 0: two passes, the `rows` queries' scores against every
+//            key kept in a row buffer (rows x N floats), one max and one exp per score, then P·V
+//            over all keys with no rescaling: fewer registers live in each loop and no per-block
+//            rescale, for a buffer the online form never writes. Default 0 up to N = 2048 (the
+//            buffer of 4 rows in L1), 1 beyond: the two-pass form measured 0.97-1.00x greedy's
+//            three kernels at S = 128-256 and 0.71-0.80x at 512, the online one 1.14-1.16x and
+//            0.92x (BENCHMARKS.md, "Attention in two passes")
 // The vector width is fixed at 16 floats (one AVX-512 register; two AVX2 registers elsewhere):
 // the mask and scale steps are read through the 16-lane row loads the matmul epilogue uses.
 #include <cstdint>
@@ -30,6 +38,7 @@ struct AttentionTiling {
   int64_t q_rows = 32;
   int64_t k_block = 64;
   int rows = 4;
+  bool online = false;
   int64_t Tasks(const AttentionShape& s) const { return s.batch * ((s.m + q_rows - 1) / q_rows); }
 };
 

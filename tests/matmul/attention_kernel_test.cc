@@ -1,7 +1,8 @@
 // Attention kernels (templates/attention.h) against the reference interpreter: the online
-// softmax must equal softmax-then-matmul at sizes that are not multiples of the key block or of
-// 16 (N = 45, M = 37, head dims 64 and odd), with and without scale and mask steps, with the
-// head-split transposes inlined, every schedule of the space and odd knobs, 1 and 2 threads.
+// softmax and the two-pass form (online=0) must equal softmax-then-matmul at sizes that are not
+// multiples of the key block or of 16 (N = 45, M = 37, head dims 64 and odd), with and without
+// scale and mask steps, with the head-split transposes inlined, every schedule of the space and odd
+// knobs, 1 and 2 threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -44,7 +45,9 @@ double MaxError(const Fixture& f, const Schedule& schedule, int threads) {
 void CheckAllSchedules(const Fixture& f) {
   std::vector<Schedule> schedules = AttentionScheduleSpace(AttentionShapeOf(f.graph, f.group), 2);
   for (const char* text : {"q_rows=5,k_block=16,rows=3", "q_rows=1,rows=1", "k_block=256,rows=8",
-                           "q_rows=7,k_block=48,rows=2"})
+                           "q_rows=7,k_block=48,rows=2", "q_rows=5,k_block=16,rows=3,online=1",
+                           "q_rows=1,rows=1,online=1", "k_block=256,rows=8,online=1",
+                           "q_rows=7,k_block=48,rows=2,online=1"})
     schedules.push_back(Schedule::Parse(text));
   for (const Schedule& s : schedules)
     for (int threads : {1, 2})
@@ -122,6 +125,12 @@ TEST(AttentionKernel, BadKnobIsAClearError) {
     FAIL() << "k_block=24 accepted";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("k_block=24"), std::string::npos) << e.what();
+  }
+  try {
+    MaxError(f, Schedule::Parse("online=2"), 1);
+    FAIL() << "online=2 accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("online=2 must be 0 or 1"), std::string::npos) << e.what();
   }
 }
 

@@ -131,7 +131,9 @@ class Emitter {
     kt_floats_ = RoundUp(k_blocks_ * s_.d * t_.k_block, kLanes);
     vp_floats_ = RoundUp(s_.n * e_pad_, kLanes);
     qs_floats_ = RoundUp(t_.q_rows * s_.d, kLanes);
-    p_floats_ = RoundUp(static_cast<int64_t>(t_.rows) * t_.k_block, kLanes);
+    // The online form keeps one key block of P per row, the two-pass form every key's score.
+    p_stride_ = t_.online ? t_.k_block : k_blocks_ * t_.k_block;
+    p_floats_ = RoundUp(static_cast<int64_t>(t_.rows) * p_stride_, kLanes);
   }
 
   Function* Emit() {
@@ -245,9 +247,18 @@ class Emitter {
                               {ptr_, i64_, i64_, ptr_, ptr_, ptr_, ptr_}, true);
     f->addFnAttr(llvm::Attribute::NoInline);
     for (int i : {3, 4, 5, 6}) f->addParamAttr(i, llvm::Attribute::NoAlias);
+    Builder b(BasicBlock::Create(ctx_, "entry", f));
+    if (t_.online)
+      OnlineRows(b, f, rows);
+    else
+      TwoPassRows(b, f, rows);
+    b.CreateRetVoid();
+    return f;
+  }
+
+  void OnlineRows(Builder& b, Function* f, int rows) {
     Value *buffers = f->getArg(0), *bi = f->getArg(1), *m0 = f->getArg(2), *qs = f->getArg(3),
           *kt = f->getArg(4), *vp = f->getArg(5), *pbuf = f->getArg(6);
-    Builder b(BasicBlock::Create(ctx_, "entry", f));
     const int ev = static_cast<int>(e_pad_ / kLanes);
     // Running max, sum and output rows: allocas with constant indices, promoted to registers.
     Slots m_run = NewSlots(b, f32_, rows, "m"), l_run = NewSlots(b, f32_, rows, "l");
@@ -266,30 +277,127 @@ class Emitter {
     if (full > 0)
       Loop(b, I64(0), I64(full), 1, "blk", [&](Builder& b, Value* blk) { block(b, blk, kb); });
     if (tail > 0) block(b, I64(full), tail);
-    // out[b, m0 + r, :] = o / l
+    std::vector<Value*> inv(rows);
+    for (int r = 0; r < rows; ++r)
+      inv[r] = b.CreateFDiv(llvm::ConstantFP::get(f32_, 1.0), b.CreateLoad(f32_, l_run[r]));
+    StoreOutput(b, buffers, bi, m0, rows, o_run, inv);
+  }
+
+  // The two-pass form: every score of the rows into pbuf (row stride p_stride_); each row's max;
+  // exp and sum over the rows together (independent chains); then P·V over all keys into
+  // registers, scaled once.
+  void TwoPassRows(Builder& b, Function* f, int rows) {
+    Value *buffers = f->getArg(0), *bi = f->getArg(1), *m0 = f->getArg(2), *qs = f->getArg(3),
+          *kt = f->getArg(4), *vp = f->getArg(5), *pbuf = f->getArg(6);
+    const int ev = static_cast<int>(e_pad_ / kLanes);
+    const int64_t kb = t_.k_block;
+    auto block = [&](Builder& b, Value* blk, int64_t count) {
+      const std::vector<std::vector<Value*>> x =
+          Scores(b, buffers, bi, m0, qs, kt, blk, count, rows);
+      Value* k0 = b.CreateMul(blk, I64(kb));
+      for (int r = 0; r < rows; ++r)
+        for (size_t v = 0; v < x[r].size(); ++v) {
+          Value* at = b.CreateAdd(I64(r * p_stride_ + static_cast<int64_t>(v) * kLanes), k0);
+          b.CreateAlignedStore(x[r][v], FloatAt(b, pbuf, at), llvm::Align(64));
+        }
+    };
+    const int64_t full = s_.n / kb, tail = s_.n % kb;
+    if (full > 0)
+      Loop(b, I64(0), I64(full), 1, "blk", [&](Builder& b, Value* blk) { block(b, blk, kb); });
+    if (tail > 0) block(b, I64(full), tail);
+
+    // Each row's max in a pass of its own over pbuf (in L1): kept out of the score loop, whose
+    // registers hold the rows' accumulators. Lanes past N hold -inf.
+    const int64_t stored = RoundUp(s_.n, kLanes);  // the tail block's last vector included
+    Value* neg_inf = b.CreateVectorSplat(kLanes, llvm::ConstantFP::getInfinity(f32_, true));
+    Slots max_run = NewSlots(b, vec_, rows, "mx");
+    for (Value* slot : max_run) b.CreateStore(neg_inf, slot);
+    Loop(b, I64(0), I64(stored), kLanes, "jm", [&](Builder& b, Value* j) {
+      for (int r = 0; r < rows; ++r) {
+        Value* at = FloatAt(b, pbuf, b.CreateAdd(I64(r * p_stride_), j));
+        Value* x = b.CreateAlignedLoad(vec_, at, llvm::Align(64));
+        b.CreateStore(b.CreateMaxNum(b.CreateLoad(vec_, max_run[r]), x), max_run[r]);
+      }
+    });
+
+    // p = exp(s - max) in place (the -inf lanes give 0), summed per row.
+    std::vector<Value*> m_splat(rows);
+    Slots sum_run = NewSlots(b, vec_, rows, "sum");
+    for (int r = 0; r < rows; ++r) {
+      m_splat[r] = b.CreateVectorSplat(kLanes, b.CreateFPMaxReduce(b.CreateLoad(vec_, max_run[r])));
+      b.CreateStore(llvm::Constant::getNullValue(vec_), sum_run[r]);
+    }
+    Loop(b, I64(0), I64(stored), kLanes, "j", [&](Builder& b, Value* j) {
+      for (int r = 0; r < rows; ++r) {
+        Value* at = FloatAt(b, pbuf, b.CreateAdd(I64(r * p_stride_), j));
+        Value* p =
+            EmitExp(b, b.CreateFSub(b.CreateAlignedLoad(vec_, at, llvm::Align(64)), m_splat[r]));
+        b.CreateAlignedStore(p, at, llvm::Align(64));
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(vec_, sum_run[r]), p), sum_run[r]);
+      }
+    });
+    std::vector<Value*> inv(rows);
+    for (int r = 0; r < rows; ++r) {
+      Value* sum =
+          b.CreateFAddReduce(llvm::ConstantFP::get(f32_, 0.0), b.CreateLoad(vec_, sum_run[r]));
+      llvm::cast<llvm::Instruction>(sum)->setFast(true);
+      inv[r] = b.CreateFDiv(llvm::ConstantFP::get(f32_, 1.0), sum);
+    }
+
+    // o[r][:] = sum_j p[r][j] * V[j][:], over every key at once.
+    Slots o_run = NewSlots(b, vec_, rows * ev, "o");
+    for (Value* slot : o_run) b.CreateStore(llvm::Constant::getNullValue(vec_), slot);
+    PvAccumulate(b, vp, pbuf, I64(0), s_.n, rows, o_run);
+    StoreOutput(b, buffers, bi, m0, rows, o_run, inv);
+  }
+
+  // out[b, m0 + r, :] = o[r] * inv[r]
+  void StoreOutput(Builder& b, Value* buffers, Value* bi, Value* m0, int rows, const Slots& o_run,
+                   const std::vector<Value*>& inv) {
+    const int ev = static_cast<int>(e_pad_ / kLanes);
     Value* out_base = OperandReader::Base(b, buffers, buffers_.Of(group_.attention.output));
     for (int r = 0; r < rows; ++r) {
-      Value* l = b.CreateLoad(f32_, l_run[r]);
-      Value* inv = b.CreateVectorSplat(kLanes, b.CreateFDiv(llvm::ConstantFP::get(f32_, 1.0), l));
+      Value* scale = b.CreateVectorSplat(kLanes, inv[r]);
       Value* row = b.CreateAdd(b.CreateMul(bi, I64(s_.m)), b.CreateAdd(m0, I64(r)));
       for (int e = 0; e < ev; ++e) {
         Value* o = b.CreateLoad(vec_, o_run[r * ev + e]);
         Value* p = FloatAt(b, out_base, b.CreateAdd(b.CreateMul(row, I64(s_.e)), I64(e * kLanes)));
         const int64_t lanes = std::min<int64_t>(kLanes, s_.e - e * kLanes);
-        b.CreateMaskedStore(b.CreateFMul(o, inv), p, llvm::Align(4), Mask(static_cast<int>(lanes)));
+        b.CreateMaskedStore(b.CreateFMul(o, scale), p, llvm::Align(4),
+                            Mask(static_cast<int>(lanes)));
       }
     }
-    b.CreateRetVoid();
-    return f;
   }
 
-  // One key block of `count` keys (count <= k_block) for `rows` query rows.
-  void BlockBody(Builder& b, Value* buffers, Value* bi, Value* m0, Value* qs, Value* kt, Value* vp,
-                 Value* pbuf, Value* blk, int64_t count, int rows, const Slots& m_run,
-                 const Slots& l_run, const Slots& o_run) {
+  // o[r][:] += sum_{j < count} P[r][p0 + j] * V[k0 + j][:], P rows p_stride_ apart in pbuf.
+  void PvAccumulate(Builder& b, Value* vp, Value* pbuf, Value* k0, int64_t count, int rows,
+                    const Slots& o_run, Value* p0 = nullptr) {
+    const int ev = static_cast<int>(e_pad_ / kLanes);
+    llvm::Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::fma, {vec_});
+    Loop(b, I64(0), I64(count), 1, "j", [&](Builder& b, Value* j) {
+      Value* vrow = FloatAt(b, vp, b.CreateMul(b.CreateAdd(k0, j), I64(e_pad_)));
+      std::vector<Value*> vv(ev);
+      for (int e = 0; e < ev; ++e)
+        vv[e] = b.CreateLoad(vec_, b.CreateConstInBoundsGEP1_64(f32_, vrow, e * kLanes));
+      Value* pj = p0 ? b.CreateAdd(p0, j) : b.CreateAdd(k0, j);
+      for (int r = 0; r < rows; ++r) {
+        Value* p = b.CreateLoad(f32_, FloatAt(b, pbuf, b.CreateAdd(I64(r * p_stride_), pj)));
+        Value* pv = b.CreateVectorSplat(kLanes, p);
+        for (int e = 0; e < ev; ++e) {
+          Value* slot = o_run[r * ev + e];
+          b.CreateStore(b.CreateCall(fma, {pv, vv[e], b.CreateLoad(vec_, slot)}), slot);
+        }
+      }
+    });
+  }
+
+  // The scores of `rows` query rows against key block `blk` (`count` keys): sv vectors per row,
+  // the element-wise steps applied, lanes past `count` -inf.
+  std::vector<std::vector<Value*>> Scores(Builder& b, Value* buffers, Value* bi, Value* m0,
+                                          Value* qs, Value* kt, Value* blk, int64_t count,
+                                          int rows) {
     const int64_t kb = t_.k_block;
     const int sv = static_cast<int>((count + kLanes - 1) / kLanes);
-    const int ev = static_cast<int>(e_pad_ / kLanes);
     const int tail_lanes = static_cast<int>(count - (sv - 1) * kLanes);
     Value* tail_mask = tail_lanes < kLanes ? Mask(tail_lanes) : nullptr;
     Value* k0 = b.CreateMul(blk, I64(kb));
@@ -316,16 +424,32 @@ class Emitter {
     });
 
     Value* neg_inf = llvm::ConstantFP::getInfinity(f32_, true);
+    std::vector<std::vector<Value*>> x(rows, std::vector<Value*>(sv));
     for (int r = 0; r < rows; ++r) {
-      std::vector<Value*> x(sv);
       Value* m = b.CreateAdd(m0, I64(r));
       for (int v = 0; v < sv; ++v) {
-        x[v] = b.CreateLoad(vec_, s_acc[r * sv + v]);
+        x[r][v] = b.CreateLoad(vec_, s_acc[r * sv + v]);
         Value* lane_mask = v == sv - 1 ? tail_mask : nullptr;
         if (chain_)
-          x[v] = ApplyChain(b, buffers, bi, m, b.CreateAdd(k0, I64(v * kLanes)), x[v], lane_mask);
-        if (lane_mask) x[v] = b.CreateSelect(lane_mask, x[v], b.CreateVectorSplat(kLanes, neg_inf));
+          x[r][v] =
+              ApplyChain(b, buffers, bi, m, b.CreateAdd(k0, I64(v * kLanes)), x[r][v], lane_mask);
+        if (lane_mask)
+          x[r][v] = b.CreateSelect(lane_mask, x[r][v], b.CreateVectorSplat(kLanes, neg_inf));
       }
+    }
+    return x;
+  }
+
+  // One key block of `count` keys (count <= k_block) for `rows` query rows, the softmax online.
+  void BlockBody(Builder& b, Value* buffers, Value* bi, Value* m0, Value* qs, Value* kt, Value* vp,
+                 Value* pbuf, Value* blk, int64_t count, int rows, const Slots& m_run,
+                 const Slots& l_run, const Slots& o_run) {
+    const int ev = static_cast<int>(e_pad_ / kLanes);
+    const std::vector<std::vector<Value*>> xs =
+        Scores(b, buffers, bi, m0, qs, kt, blk, count, rows);
+    for (int r = 0; r < rows; ++r) {
+      const std::vector<Value*>& x = xs[r];
+      const int sv = static_cast<int>(x.size());
       // Online softmax: the new running max, the factor for what was accumulated before it.
       Value* mv = x[0];
       for (int v = 1; v < sv; ++v) mv = b.CreateMaxNum(mv, x[v]);
@@ -337,7 +461,7 @@ class Emitter {
       Value* sum = nullptr;
       for (int v = 0; v < sv; ++v) {
         Value* p = EmitExp(b, b.CreateFSub(x[v], m_splat));
-        b.CreateAlignedStore(p, FloatAt(b, pbuf, I64(r * kb + v * kLanes)), llvm::Align(64));
+        b.CreateAlignedStore(p, FloatAt(b, pbuf, I64(r * p_stride_ + v * kLanes)), llvm::Align(64));
         sum = sum ? b.CreateFAdd(sum, p) : p;
       }
       Value* l_slot = l_run[r];
@@ -352,22 +476,8 @@ class Emitter {
         b.CreateStore(b.CreateFMul(b.CreateLoad(vec_, slot), alpha_v), slot);
       }
     }
-
-    // o[r][:] += sum_j p[r][j] * V[k0 + j][:]
-    Loop(b, I64(0), I64(count), 1, "j", [&](Builder& b, Value* j) {
-      Value* vrow = FloatAt(b, vp, b.CreateMul(b.CreateAdd(k0, j), I64(e_pad_)));
-      std::vector<Value*> vv(ev);
-      for (int e = 0; e < ev; ++e)
-        vv[e] = b.CreateLoad(vec_, b.CreateConstInBoundsGEP1_64(f32_, vrow, e * kLanes));
-      for (int r = 0; r < rows; ++r) {
-        Value* p = b.CreateLoad(f32_, FloatAt(b, pbuf, b.CreateAdd(I64(r * kb), j)));
-        Value* pv = b.CreateVectorSplat(kLanes, p);
-        for (int e = 0; e < ev; ++e) {
-          Value* slot = o_run[r * ev + e];
-          b.CreateStore(b.CreateCall(fma, {pv, vv[e], b.CreateLoad(vec_, slot)}), slot);
-        }
-      }
-    });
+    // o[r][:] += sum_j p[r][j] * V[k0 + j][:], P of this block at pbuf's row starts.
+    PvAccumulate(b, vp, pbuf, b.CreateMul(blk, I64(t_.k_block)), count, rows, o_run, I64(0));
   }
 
   // The element-wise steps applied to 16 scores of row m, keys j0 + lane.
@@ -478,6 +588,7 @@ class Emitter {
   bool k_swapped_ = false, v_swapped_ = false;
   std::optional<InlinedExpr> chain_;
   int64_t e_pad_ = 0, k_blocks_ = 0, kt_floats_ = 0, vp_floats_ = 0, qs_floats_ = 0, p_floats_ = 0;
+  int64_t p_stride_ = 0;  // floats per query row in pbuf
 };
 
 }  // namespace
