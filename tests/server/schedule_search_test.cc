@@ -33,6 +33,14 @@ FusedGroup WholeGroup(const Graph& g) {
   return *AnalyzeGroup(g, nodes);
 }
 
+// nn.dense(x [m, k], w [n, k]) alone.
+Graph Dense(int m, int k, int n) {
+  return ParseRelay(fmt::format("fn (%x: Tensor[({0}, {1}), float32], %w: Tensor[({2}, {1}), "
+                                "float32]) {{ nn.dense(%x, %w) }}",
+                                m, k, n),
+                    "t");
+}
+
 Schedule Knobs(std::initializer_list<std::pair<const char*, int64_t>> knobs) {
   Schedule s;
   for (const auto& [k, v] : knobs) s.Set(k, v);
@@ -43,10 +51,7 @@ Schedule Knobs(std::initializer_list<std::pair<const char*, int64_t>> knobs) {
 
 TEST(ScheduleRoofline, ATileThatWastesRowsAtTheEdgeIsEstimatedSlower) {
   // m = 13: a 4-row tile computes 16 rows, a 12-row tile 24.
-  Graph g = ParseRelay(
-      "fn (%x: Tensor[(13, 2048), float32], %w: Tensor[(64, 2048), float32]) { nn.dense(%x, %w) "
-      "}",
-      "t");
+  Graph g = Dense(13, 2048, 64);
   const FusedGroup group = WholeGroup(g);
   RooflineTarget target;
   target.bandwidth_gbs = 1000;  // memory out of the way: the tile's use of the FMAs decides
@@ -213,10 +218,7 @@ TEST(ScheduleSearch, ATileChangeIsOneStepThoughItsBlocksFollow) {
 TEST(ScheduleSearch, TheSearchStepsToAnotherRegisterTile) {
   // BERT's FFN 2 at S = 256 (x [256, 3072], weights [768, 3072]): from the default tile, the next
   // schedules to measure include another register tile of the space, its blocks resolved.
-  Graph g = ParseRelay(
-      "fn (%x: Tensor[(256, 3072), float32], %w: Tensor[(768, 3072), float32]) { nn.dense(%x, %w) "
-      "}",
-      "t");
+  Graph g = Dense(256, 3072, 768);
   const FusedGroup group = WholeGroup(g);
   const std::vector<Schedule> space = ScheduleSpace(g, group, 1);
   GroupWork gw;
