@@ -118,6 +118,25 @@ fn (%qkv: Tensor[(29, 1, 144), float32]) {
   CheckAllSchedules(f);
 }
 
+// Computed operands in the other two layouts: K as [B, N, D] (transpose_b) and V as [B, E, N]
+// (transpose_b), each behind an element-wise step, so the kernel packs them from 16-lane reads
+// (K one depth row per lane, V one key per lane), with E below its padding and N, D odd.
+TEST(AttentionKernel, ComputedOperandsInEveryLayout) {
+  Fixture f = Prepare(R"(
+fn (%q: Tensor[(2, 19, 24), float32], %k: Tensor[(2, 37, 24), float32],
+    %vt: Tensor[(2, 20, 37), float32], %mask: Tensor[(1, 19, 37), float32]) {
+  %0 = negative(%k);
+  %1 = multiply(%vt, 2f);
+  %2 = multiply(%q, 0.5f);
+  %3 = nn.batch_matmul(%2, %0);
+  %4 = add(%3, %mask);
+  %5 = nn.softmax(%4, axis=-1);
+  nn.batch_matmul(%5, %1)
+})",
+                      {"0", "1", "2", "3", "4", "5", "6"});
+  CheckAllSchedules(f);
+}
+
 TEST(AttentionKernel, BadKnobIsAClearError) {
   Fixture f = Prepare(Scaled(1, 4, 4, 4, 4), {"0", "1", "2", "3", "4"});
   try {

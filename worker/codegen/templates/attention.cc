@@ -16,6 +16,7 @@
 #include "ir/attention_schedule.h"
 #include "ir/error.h"
 #include "ir/group_expr.h"
+#include "ir/index_simplify.h"
 #include "worker/codegen/jit.h"
 #include "worker/codegen/scalar_lowering.h"
 #include "worker/codegen/templates/matmul_emit.h"
@@ -48,8 +49,14 @@ class OperandReader {
       : graph_(graph), buffers_(buffers), swapped_(swapped) {
     InlineOptions options;
     options.stop_at_anchor = false;
+    const Shape& shape = graph.value(value).type.shape;
     expr_ =
-        InlineValue(graph, group, value, IdentityCoords(graph.value(value).type.rank()), options);
+        InlineValue(graph, group, value, IdentityCoords(static_cast<int>(shape.size())), options);
+    // A head split (slice, reshape, transpose) reads the projection's output through divisions
+    // and mods that the operand's own extents make trivial: without this, each element costs
+    // integer divisions (per lane in the packing's 16-lane reads).
+    for (ExprLeaf& leaf : expr_.leaves)
+      for (IndexExpr& index : leaf.index) index = DropTrivial(index, shape);
   }
 
   Value* operator()(Builder& b, Value* buffers, Value* bi, Value* row, Value* col) const {
@@ -64,6 +71,25 @@ class OperandReader {
     }
     return ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32);
   }
+
+  // 16 elements along the operand's stored last axis, lanes from `last_start`, at `outer` on the
+  // middle axis (the query or key index, or the depth / value column when swapped); lanes where
+  // `mask` is false read nothing and are 0.
+  Value* Lanes(Builder& b, Value* buffers, Value* bi, Value* outer, Value* last_start,
+               Value* mask) const {
+    std::vector<Value*> coords{bi, outer, last_start};
+    std::vector<Value*> args;
+    for (const ExprLeaf& leaf : expr_.leaves) {
+      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
+      Value* base = input ? Base(b, buffers, buffers_.Of(leaf.value)) : nullptr;
+      const Shape shape = input ? graph_.value(leaf.value).type.shape : Shape{};
+      args.push_back(LoadLeafRow(b, base, leaf, shape, coords, last_start, mask));
+    }
+    Value* x = Splat(b, ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32), 16);
+    return b.CreateSelect(mask, x, llvm::Constant::getNullValue(x->getType()));
+  }
+
+  bool swapped() const { return swapped_; }
 
   static Value* Base(Builder& b, Value* buffers, int index) {
     auto* ptr = b.getPtrTy();
@@ -129,7 +155,7 @@ class Emitter {
     e_pad_ = RoundUp(s_.e, kLanes);
     k_blocks_ = (s_.n + t_.k_block - 1) / t_.k_block;
     kt_floats_ = RoundUp(k_blocks_ * s_.d * t_.k_block, kLanes);
-    vp_floats_ = RoundUp(s_.n * e_pad_, kLanes);
+    vp_floats_ = RoundUp(s_.n, kLanes) * e_pad_;  // rows past N: a 16-key read's spill room
     qs_floats_ = RoundUp(t_.q_rows * s_.d, kLanes);
     // The online form keeps one key block of P per row, the two-pass form every key's score.
     p_stride_ = t_.online ? t_.k_block : k_blocks_ * t_.k_block;
@@ -180,6 +206,20 @@ class Emitter {
     return llvm::ConstantVector::get(bits);
   }
 
+  // How many of 16 lanes from `start` are below `limit` (0..16).
+  static int LanesLeft(int64_t limit, int64_t start) {
+    return static_cast<int>(std::clamp<int64_t>(limit - start, 0, kLanes));
+  }
+
+  // Lanes start + i < limit, for a runtime `start`.
+  Value* LanesBelow(Builder& b, Value* start, int64_t limit) {
+    std::vector<llvm::Constant*> steps;
+    for (int i = 0; i < kLanes; ++i) steps.push_back(llvm::ConstantInt::get(i64_, i));
+    Value* lanes =
+        b.CreateAdd(b.CreateVectorSplat(kLanes, start), llvm::ConstantVector::get(steps));
+    return b.CreateICmpSLT(lanes, b.CreateVectorSplat(kLanes, I64(limit)));
+  }
+
   Value* FloatAt(Builder& b, Value* base, Value* offset) {
     return b.CreateInBoundsGEP(f32_, base, offset);
   }
@@ -216,27 +256,61 @@ class Emitter {
                    {matrix(v_direct_, s_.n * s_.e), I64(v_swapped_ ? s_.n : 1),
                     I64(v_swapped_ ? 1 : s_.e), I64(s_.e), I64(s_.n), I64(e_pad_), vp});
     }
-    if (k_direct_ < 0)
-      Loop(b, I64(0), I64(k_blocks_ * kb), 1, "j", [&](Builder& b, Value* j) {
+    // Computed operands (a head split inlined) are read 16 lanes at a time along their stored
+    // last axis: contiguous there, the packed layout takes them as one store, else one store per
+    // lane. Keys past N and value columns past E stay zero.
+    if (k_direct_ < 0) {
+      const int64_t keys = k_blocks_ * kb;
+      auto kt_at = [&](Builder& b, Value* j, Value* d) {  // K[j][d] in [key block][d][k_block]
         Value* blk = b.CreateUDiv(j, I64(kb));
-        Value* jj = b.CreateURem(j, I64(kb));
-        Value* row = b.CreateAdd(b.CreateMul(blk, I64(s_.d * kb)), jj);
-        Value* valid = b.CreateICmpSLT(j, I64(s_.n));
-        Value* jc = b.CreateSelect(valid, j, I64(0));
+        return FloatAt(b, kt,
+                       b.CreateAdd(b.CreateMul(blk, I64(s_.d * kb)),
+                                   b.CreateAdd(b.CreateMul(d, I64(kb)), b.CreateURem(j, I64(kb)))));
+      };
+      if (k_->swapped()) {  // stored [d][key]: 16 keys of one depth, contiguous in kt
         Loop(b, I64(0), I64(s_.d), 1, "d", [&](Builder& b, Value* d) {
-          Value* x = b.CreateSelect(valid, (*k_)(b, buffers, bi, jc, d), zero);
-          b.CreateStore(x, FloatAt(b, kt, b.CreateAdd(row, b.CreateMul(d, I64(kb)))));
+          Loop(b, I64(0), I64(keys), kLanes, "j", [&](Builder& b, Value* j) {
+            b.CreateAlignedStore(k_->Lanes(b, buffers, bi, d, j, LanesBelow(b, j, s_.n)),
+                                 kt_at(b, j, d), llvm::Align(64));
+          });
         });
-      });
-    if (v_direct_ < 0)
-      Loop(b, I64(0), I64(s_.n), 1, "j", [&](Builder& b, Value* j) {
-        Value* row = b.CreateMul(j, I64(e_pad_));
+      } else {  // stored [key][d]: 16 depths of one key, one store each
+        Loop(b, I64(0), I64(keys), 1, "j", [&](Builder& b, Value* j) {
+          Value* valid = b.CreateICmpSLT(j, I64(s_.n));
+          Value* jc = b.CreateSelect(valid, j, I64(0));
+          for (int64_t d0 = 0; d0 < s_.d; d0 += kLanes) {
+            Value* x = k_->Lanes(b, buffers, bi, jc, I64(d0), Mask(LanesLeft(s_.d, d0)));
+            x = b.CreateSelect(valid, x, llvm::Constant::getNullValue(vec_));
+            for (int64_t i = 0; i < LanesLeft(s_.d, d0); ++i)
+              b.CreateStore(b.CreateExtractElement(x, i), kt_at(b, j, I64(d0 + i)));
+          }
+        });
+      }
+    }
+    if (v_direct_ < 0) {
+      if (v_->swapped()) {  // stored [e][key]: 16 keys of one column, one store each
+        // Lanes past N land in vp's padding rows (it has N rounded up to 16), never read.
+        if (e_pad_ > s_.e)
+          Loop(b, I64(0), I64(s_.n * e_pad_), 1, "z",
+               [&](Builder& b, Value* z) { b.CreateStore(zero, FloatAt(b, vp, z)); });
         Loop(b, I64(0), I64(s_.e), 1, "e", [&](Builder& b, Value* e) {
-          b.CreateStore((*v_)(b, buffers, bi, j, e), FloatAt(b, vp, b.CreateAdd(row, e)));
+          Loop(b, I64(0), I64(RoundUp(s_.n, kLanes)), kLanes, "j", [&](Builder& b, Value* j) {
+            Value* x = v_->Lanes(b, buffers, bi, e, j, LanesBelow(b, j, s_.n));
+            Value* at = b.CreateAdd(b.CreateMul(j, I64(e_pad_)), e);
+            for (int64_t i = 0; i < kLanes; ++i)
+              b.CreateStore(b.CreateExtractElement(x, i),
+                            FloatAt(b, vp, b.CreateAdd(at, I64(i * e_pad_))));
+          });
         });
-        for (int64_t e = s_.e; e < e_pad_; ++e)
-          b.CreateStore(zero, FloatAt(b, vp, b.CreateAdd(row, I64(e))));
-      });
+      } else {  // stored [key][e]: 16 columns of one key, contiguous in vp
+        Loop(b, I64(0), I64(s_.n), 1, "j", [&](Builder& b, Value* j) {
+          Value* row = b.CreateMul(j, I64(e_pad_));
+          for (int64_t e0 = 0; e0 < e_pad_; e0 += kLanes)
+            b.CreateAlignedStore(v_->Lanes(b, buffers, bi, j, I64(e0), Mask(LanesLeft(s_.e, e0))),
+                                 FloatAt(b, vp, b.CreateAdd(row, I64(e0))), llvm::Align(64));
+        });
+      }
+    }
     b.CreateRetVoid();
     return f;
   }
@@ -547,6 +621,16 @@ class Emitter {
         // Q's rows in place: [b][m][d].
         q_rows = FloatAt(b, OperandReader::Base(b, buffers, q_direct_),
                          b.CreateMul(b.CreateAdd(b.CreateMul(bi, I64(s_.m)), m_start), I64(s_.d)));
+      } else if (!q_->swapped()) {  // 16 depths of a query row at a time
+        Loop(b, I64(0), count, 1, "qr", [&](Builder& b, Value* r) {
+          Value* m = b.CreateAdd(m_start, r);
+          Value* row = FloatAt(b, qs, b.CreateMul(r, I64(s_.d)));
+          for (int64_t d0 = 0; d0 < s_.d; d0 += kLanes) {
+            Value* mask = Mask(LanesLeft(s_.d, d0));
+            b.CreateMaskedStore(q_->Lanes(b, buffers, bi, m, I64(d0), mask),
+                                b.CreateConstInBoundsGEP1_64(f32_, row, d0), llvm::Align(4), mask);
+          }
+        });
       } else {
         Loop(b, I64(0), count, 1, "qr", [&](Builder& b, Value* r) {
           Value* m = b.CreateAdd(m_start, r);
