@@ -59,7 +59,7 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
       ->check(InRange(limits::kScheduleBudget));
   cmd->add_flag("--no-attention", f.no_attention,
                 "never compute attention (batch_matmul, scale/mask, softmax, batch_matmul) as one "
-                "kernel with an online softmax");
+                "kernel that never writes the score matrix");
   cmd->add_flag("--no-horizontal", f.no_horizontal,
                 "never fuse sibling matmuls that read the same input (Q, K, V) into one kernel");
 }
