@@ -62,14 +62,9 @@ class OperandReader {
   Value* operator()(Builder& b, Value* buffers, Value* bi, Value* row, Value* col) const {
     std::vector<Value*> coords =
         swapped_ ? std::vector<Value*>{bi, col, row} : std::vector<Value*>{bi, row, col};
-    std::vector<Value*> args;
-    for (const ExprLeaf& leaf : expr_.leaves) {
-      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
-      Value* base = input ? Base(b, buffers, buffers_.Of(leaf.value)) : nullptr;
-      const Shape shape = input ? graph_.value(leaf.value).type.shape : Shape{};
-      args.push_back(LoadLeafScalar(b, base, leaf, shape, coords));
-    }
-    return ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32);
+    return Evaluate(b, buffers, [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
+      return LoadLeafScalar(b, base, leaf, shape, coords);
+    });
   }
 
   // 16 elements along the operand's stored last axis, lanes from `last_start`, at `outer` on the
@@ -78,14 +73,12 @@ class OperandReader {
   Value* Lanes(Builder& b, Value* buffers, Value* bi, Value* outer, Value* last_start,
                Value* mask) const {
     std::vector<Value*> coords{bi, outer, last_start};
-    std::vector<Value*> args;
-    for (const ExprLeaf& leaf : expr_.leaves) {
-      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
-      Value* base = input ? Base(b, buffers, buffers_.Of(leaf.value)) : nullptr;
-      const Shape shape = input ? graph_.value(leaf.value).type.shape : Shape{};
-      args.push_back(LoadLeafRow(b, base, leaf, shape, coords, last_start, mask));
-    }
-    Value* x = Splat(b, ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32), 16);
+    Value* x = Splat(b,
+                     Evaluate(b, buffers,
+                              [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
+                                return LoadLeafRow(b, base, leaf, shape, coords, last_start, mask);
+                              }),
+                     kLanes);
     return b.CreateSelect(mask, x, llvm::Constant::getNullValue(x->getType()));
   }
 
@@ -98,6 +91,18 @@ class OperandReader {
   }
 
  private:
+  // The operand's expression on its leaves, each read by `load(base, leaf, leaf's shape)`.
+  Value* Evaluate(Builder& b, Value* buffers,
+                  const std::function<Value*(Value*, const ExprLeaf&, const Shape&)>& load) const {
+    std::vector<Value*> args;
+    for (const ExprLeaf& leaf : expr_.leaves) {
+      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
+      Value* base = input ? Base(b, buffers, buffers_.Of(leaf.value)) : nullptr;
+      args.push_back(load(base, leaf, input ? graph_.value(leaf.value).type.shape : Shape{}));
+    }
+    return ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32);
+  }
+
   const Graph& graph_;
   const BufferMap& buffers_;
   bool swapped_;
@@ -343,14 +348,9 @@ class Emitter {
       for (int e = 0; e < ev; ++e)
         b.CreateStore(llvm::Constant::getNullValue(vec_), o_run[r * ev + e]);
     }
-    const int64_t kb = t_.k_block;
-    const int64_t full = s_.n / kb, tail = s_.n % kb;
-    auto block = [&](Builder& b, Value* blk, int64_t count) {
+    ForEachKeyBlock(b, [&](Builder& b, Value* blk, int64_t count) {
       BlockBody(b, buffers, bi, m0, qs, kt, vp, pbuf, blk, count, rows, m_run, l_run, o_run);
-    };
-    if (full > 0)
-      Loop(b, I64(0), I64(full), 1, "blk", [&](Builder& b, Value* blk) { block(b, blk, kb); });
-    if (tail > 0) block(b, I64(full), tail);
+    });
     std::vector<Value*> inv(rows);
     for (int r = 0; r < rows; ++r)
       inv[r] = b.CreateFDiv(llvm::ConstantFP::get(f32_, 1.0), b.CreateLoad(f32_, l_run[r]));
@@ -364,21 +364,16 @@ class Emitter {
     Value *buffers = f->getArg(0), *bi = f->getArg(1), *m0 = f->getArg(2), *qs = f->getArg(3),
           *kt = f->getArg(4), *vp = f->getArg(5), *pbuf = f->getArg(6);
     const int ev = static_cast<int>(e_pad_ / kLanes);
-    const int64_t kb = t_.k_block;
-    auto block = [&](Builder& b, Value* blk, int64_t count) {
+    ForEachKeyBlock(b, [&](Builder& b, Value* blk, int64_t count) {
       const std::vector<std::vector<Value*>> x =
           Scores(b, buffers, bi, m0, qs, kt, blk, count, rows);
-      Value* k0 = b.CreateMul(blk, I64(kb));
+      Value* k0 = b.CreateMul(blk, I64(t_.k_block));
       for (int r = 0; r < rows; ++r)
         for (size_t v = 0; v < x[r].size(); ++v) {
           Value* at = b.CreateAdd(I64(r * p_stride_ + static_cast<int64_t>(v) * kLanes), k0);
           b.CreateAlignedStore(x[r][v], FloatAt(b, pbuf, at), llvm::Align(64));
         }
-    };
-    const int64_t full = s_.n / kb, tail = s_.n % kb;
-    if (full > 0)
-      Loop(b, I64(0), I64(full), 1, "blk", [&](Builder& b, Value* blk) { block(b, blk, kb); });
-    if (tail > 0) block(b, I64(full), tail);
+    });
 
     // Each row's max in a pass of its own over pbuf (in L1): kept out of the score loop, whose
     // registers hold the rows' accumulators. Lanes past N hold -inf.
@@ -425,6 +420,14 @@ class Emitter {
     StoreOutput(b, buffers, bi, m0, rows, o_run, inv);
   }
 
+  // body(blk, count) for each block of k_block keys, the last with the `count` keys left.
+  void ForEachKeyBlock(Builder& b, const std::function<void(Builder&, Value*, int64_t)>& body) {
+    const int64_t kb = t_.k_block, full = s_.n / kb, tail = s_.n % kb;
+    if (full > 0)
+      Loop(b, I64(0), I64(full), 1, "blk", [&](Builder& b, Value* blk) { body(b, blk, kb); });
+    if (tail > 0) body(b, I64(full), tail);
+  }
+
   // out[b, m0 + r, :] = o[r] * inv[r]
   void StoreOutput(Builder& b, Value* buffers, Value* bi, Value* m0, int rows, const Slots& o_run,
                    const std::vector<Value*>& inv) {
@@ -443,9 +446,9 @@ class Emitter {
     }
   }
 
-  // o[r][:] += sum_{j < count} P[r][p0 + j] * V[k0 + j][:], P rows p_stride_ apart in pbuf.
+  // o[r][:] += sum_{j < count} P[r][j] * V[k0 + j][:], P rows p_stride_ apart in pbuf.
   void PvAccumulate(Builder& b, Value* vp, Value* pbuf, Value* k0, int64_t count, int rows,
-                    const Slots& o_run, Value* p0 = nullptr) {
+                    const Slots& o_run) {
     const int ev = static_cast<int>(e_pad_ / kLanes);
     llvm::Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::fma, {vec_});
     Loop(b, I64(0), I64(count), 1, "j", [&](Builder& b, Value* j) {
@@ -453,9 +456,8 @@ class Emitter {
       std::vector<Value*> vv(ev);
       for (int e = 0; e < ev; ++e)
         vv[e] = b.CreateLoad(vec_, b.CreateConstInBoundsGEP1_64(f32_, vrow, e * kLanes));
-      Value* pj = p0 ? b.CreateAdd(p0, j) : b.CreateAdd(k0, j);
       for (int r = 0; r < rows; ++r) {
-        Value* p = b.CreateLoad(f32_, FloatAt(b, pbuf, b.CreateAdd(I64(r * p_stride_), pj)));
+        Value* p = b.CreateLoad(f32_, FloatAt(b, pbuf, b.CreateAdd(I64(r * p_stride_), j)));
         Value* pv = b.CreateVectorSplat(kLanes, p);
         for (int e = 0; e < ev; ++e) {
           Value* slot = o_run[r * ev + e];
@@ -551,7 +553,7 @@ class Emitter {
       }
     }
     // o[r][:] += sum_j p[r][j] * V[k0 + j][:], P of this block at pbuf's row starts.
-    PvAccumulate(b, vp, pbuf, b.CreateMul(blk, I64(t_.k_block)), count, rows, o_run, I64(0));
+    PvAccumulate(b, vp, pbuf, b.CreateMul(blk, I64(t_.k_block)), count, rows, o_run);
   }
 
   // The element-wise steps applied to 16 scores of row m, keys j0 + lane.
