@@ -16,6 +16,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "db/cache.h"
@@ -100,9 +101,16 @@ class PinnedToOneCpu {
   bool ok_ = false;
 };
 
-std::string StoredPlan(db::Cache& store) {
+// The stored plan's grouping: which nodes share a kernel. Its schedules are left out: the searched
+// schedule of the fused chain and greedy's default tie within noise (1.00x), so which of the two
+// the validation keeps is the machine's coin toss, disturbed or not; fused against unfused is not.
+std::string StoredGrouping(db::Cache& store) {
   const auto plans = store.ListBestPlans();
-  return plans.size() == 1 ? plans[0].chosen + " " + db::GroupsToJson(plans[0].groups) : "none";
+  if (plans.size() != 1) return "none";
+  std::string out;
+  for (const db::StoredGroup& g : plans[0].groups)
+    out += fmt::format("[{}]", fmt::join(g.nodes, ","));
+  return out;
 }
 
 double PlanUs(const JobResult& r, const std::string& name) {
@@ -130,9 +138,9 @@ TEST(DisturbedValidation, BusyThreadsDuringOneRealRoundDoNotChangeTheStoredPlan)
     SpinningBackend backend;
     const TuneReport r = Tune(g, options, store, backend);
     ASSERT_EQ(r.regions.size(), 1u);
-    undisturbed_plan = StoredPlan(store);
+    undisturbed_plan = StoredGrouping(store);
     undisturbed_rounds = r.regions[0].rounds;
-    ASSERT_NE(undisturbed_plan, "none");
+    ASSERT_EQ(undisturbed_plan, "[0,1,2,3]") << "the chain fused is several times faster";
     ASSERT_GE(static_cast<int>(backend.validation.size()), kMinRounds);
     // The measurements stay; the plan goes, so the next run searches and validates again.
     store.DeleteBestPlans({});
@@ -146,7 +154,7 @@ TEST(DisturbedValidation, BusyThreadsDuringOneRealRoundDoNotChangeTheStoredPlan)
   const TuneReport r = Tune(g, options, store, backend);
   ASSERT_EQ(r.regions.size(), 1u);
   EXPECT_EQ(r.candidates_measured, 0) << "the candidates were measured by the undisturbed run";
-  EXPECT_EQ(StoredPlan(store), undisturbed_plan) << r.regions[0].decision;
+  EXPECT_EQ(StoredGrouping(store), undisturbed_plan) << r.regions[0].decision;
   EXPECT_LE(r.regions[0].rounds, kMaxRounds);
   EXPECT_GE(r.regions[0].rounds, std::min(undisturbed_rounds, kMinRounds));
 
