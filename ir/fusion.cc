@@ -166,6 +166,51 @@ std::optional<FusedGroup> AnalyzeHorizontal(const Graph& g, FusedGroup group,
   return group;
 }
 
+// The layer norm a matmul group may fold into its A (ir/fusion.h), or -1 when the group's two
+// anchors are not that; `why` says what rules the fold out when they nearly are.
+ValueId FoldedNorm(const Graph& g, const std::vector<std::vector<ValueId>>& users,
+                   const std::vector<ValueId>& nodes, std::string* why) {
+  ValueId matmul = -1, norm = -1;
+  for (ValueId v : nodes) {
+    const OpDef& op = *g.value(v).op;
+    if (op.kind == OpKind::kMatmul && matmul < 0)
+      matmul = v;
+    else if (op.name == "nn.layer_norm" && norm < 0)
+      norm = v;
+    else if (IsAnchorKind(op.kind))
+      return -1;
+  }
+  if (matmul < 0 || norm < 0 || g.value(matmul).inputs[0] != norm) return -1;
+  const Value& n = g.value(norm);
+  const int rank = n.type.rank();
+  if (NormalizeAxis("nn.layer_norm", n.attrs.GetInt("axis"), rank) != rank - 1) {
+    *why = fmt::format(
+        "{} normalises an axis other than the last; only a norm over A's k axis "
+        "folds into {}",
+        g.RefName(norm), g.RefName(matmul));
+    return -1;
+  }
+  const MatmulLayout layout = AnchorLayout(g, matmul);
+  if (layout.batched && n.type.shape[0] != layout.batch) {
+    *why = fmt::format(
+        "{} broadcasts A over its batch; a layer norm folds only into an A with "
+        "one matrix per batch",
+        g.RefName(matmul));
+    return -1;
+  }
+  if (layout.transpose_a) {
+    *why = fmt::format("{} reads A transposed; a layer norm folds only into rows of A",
+                       g.RefName(matmul));
+    return -1;
+  }
+  if (users[norm].size() != 1 || std::count(g.outputs().begin(), g.outputs().end(), norm)) {
+    *why = fmt::format("{} is also read outside {}; a folded layer norm is never stored",
+                       g.RefName(norm), g.RefName(matmul));
+    return -1;
+  }
+  return norm;
+}
+
 }  // namespace
 
 std::string_view TemplateName(GroupTemplate t) {
@@ -236,10 +281,14 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
   if (anchors > 1 && IsAttentionCandidate(g, group.nodes))
     return AnalyzeAttention(g, std::move(group), users, why_not);
 
-  // Template: at most one anchor.
+  // Template: at most one anchor, or a matmul with the layer norm it folds.
+  std::string fold_why;
+  if (anchors == 2) group.norm = FoldedNorm(g, users, group.nodes, &fold_why);
   for (ValueId v : group.nodes) {
     const OpDef& op = *g.value(v).op;
+    if (v == group.norm) continue;
     if (IsAnchorKind(op.kind)) {
+      if (group.anchor >= 0 && !fold_why.empty()) return Reject(why_not, fold_why);
       if (group.anchor >= 0)
         return Reject(
             why_not,

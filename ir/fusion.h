@@ -24,6 +24,12 @@
 // epilogue storing its own outputs: the Q, K and V projections of attention in one kernel. No
 // TVM rule forms such a group (ir/greedy.cc never does); only the search chooses it, by measuring.
 //
+// A layer norm folded into its consumer (a kMatmul group with `norm` set): the anchor's A is an
+// nn.layer_norm over its last axis (A's k axis, A not transposed) whose result nothing outside the
+// group reads. The code generator normalises each row of A while packing it, from the row's mean
+// and deviation computed first, so the normalised rows are never written to memory. The norm's
+// own producers (a residual add) may be inlined as for any prologue. Formed only by the search.
+//
 // Attention (kAttention, ir/attention_pattern.h): batch_matmul -> element-wise steps (scale,
 // mask) -> softmax over the last axis -> batch_matmul, with inlinable producers of Q, K and V,
 // computed as one kernel with an online softmax that never writes the score matrix. Also formed
@@ -60,6 +66,8 @@ struct FusedGroup {
   std::vector<FusedGroup> parts;
   // Attention groups only.
   AttentionNodes attention;
+  // kMatmul groups only: the nn.layer_norm folded into the packing of the anchor's A, or -1.
+  ValueId norm = -1;
 
   bool Horizontal() const { return !parts.empty(); }
   bool Attention() const { return templ == GroupTemplate::kAttention; }

@@ -18,6 +18,7 @@ std::string Fusion(const Graph& graph, const std::vector<ValueId>& nodes) {
   const std::optional<FusedGroup> group = AnalyzeGroup(graph, nodes);
   if (group && group->Attention()) return "attention kernel";
   if (group && group->Horizontal()) return "horizontal GEMM";
+  if (group && group->norm >= 0) return "layer norm folded";
   return nodes.size() == 1 ? "no fusion" : "other grouping";
 }
 

@@ -15,6 +15,10 @@
 // largest epilogue group the walk found for it (bias add and the like). Mixed forms are not
 // offered: they would multiply the measurements for what an epilogue choice decides anyway.
 //
+// Layer norms folded into a matmul (ir/fusion.h) hold two anchors, so the walk stops short of
+// them too: each matmul group the walk found whose A is a layer norm read by nothing else is
+// offered again with the norm.
+//
 // Attention groups (ir/attention_pattern.h) hold three anchors, so the walk never grows them
 // either. For each chain batch_matmul -> scale/mask -> softmax -> batch_matmul the core is offered
 // with each subset of its operands' private producers (the head split's reshape and transpose,
@@ -67,6 +71,7 @@ class Enumerator {
       std::vector<ValueId> set{v};
       Extend(set, ext, v, IsAnchor(g_.value(v)) ? 1 : 0);
     }
+    AddNormFolds();
     if (policy_.options().horizontal) AddHorizontal();
     if (policy_.options().attention) AddAttention();
     std::sort(out_.begin(), out_.end(), [](const FusedGroup& a, const FusedGroup& b) {
@@ -106,6 +111,23 @@ class Enumerator {
     for (ValueId in : g_.value(g.anchor).inputs)
       if (std::binary_search(g.nodes.begin(), g.nodes.end(), in)) return false;
     return true;
+  }
+
+  void AddNormFolds() {
+    const size_t max_size = static_cast<size_t>(policy_.options().max_group_size);
+    std::vector<std::vector<ValueId>> sets;
+    for (const FusedGroup& g : out_) {
+      if (g.templ != GroupTemplate::kMatmul || g.Horizontal() || g.norm >= 0) continue;
+      const ValueId a = g_.value(g.anchor).inputs[0];
+      if (g_.value(a).kind != ValueKind::kNode || !fusable_[a] ||
+          g_.value(a).op->name != "nn.layer_norm" || g.nodes.size() >= max_size ||
+          std::binary_search(g.nodes.begin(), g.nodes.end(), a))
+        continue;
+      std::vector<ValueId> nodes = g.nodes;
+      nodes.insert(std::lower_bound(nodes.begin(), nodes.end(), a), a);
+      sets.push_back(std::move(nodes));
+    }
+    for (const std::vector<ValueId>& nodes : sets) Record(nodes);
   }
 
   void AddHorizontal() {

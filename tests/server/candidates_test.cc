@@ -139,6 +139,35 @@ TEST(Candidates, TwoAnchorsNeverShareAGroup) {
   EXPECT_EQ(AsSets(Enumerate(g, {})), (std::set<std::vector<ValueId>>{{d1}, {d2}}));
 }
 
+// Two anchors share a group only as a layer norm folded into the matmul it alone feeds.
+TEST(Candidates, ALayerNormIsOfferedFoldedIntoTheMatmulOnlyItFeeds) {
+  GraphBuilder b;
+  TensorType t{DType::kFloat32, {4, 8}}, v{DType::kFloat32, {8}};
+  ValueId x = b.AddParam("x", t), w = b.AddParam("w", TensorType{DType::kFloat32, {8, 8}});
+  ValueId g = b.AddParam("g", v), beta = b.AddParam("b", v);
+  ValueId ln1 = b.AddNode("nn.layer_norm", {x, g, beta}, {});
+  ValueId d1 = b.AddNode("nn.dense", {ln1, w}, {});
+  ValueId add1 = b.AddNode("add", {d1, x}, {});
+  ValueId ln2 = b.AddNode("nn.layer_norm", {add1, g, beta}, {});  // also read by the residual
+  ValueId d2 = b.AddNode("nn.dense", {ln2, w}, {});
+  ValueId add2 = b.AddNode("add", {d2, ln2}, {});
+  b.SetOutputs({add2}, false);
+  Graph graph = std::move(b).Build();
+  std::set<std::vector<ValueId>> folded;
+  for (const FusedGroup& group : Enumerate(graph, {}))
+    if (group.norm >= 0) {
+      EXPECT_EQ(group.templ, GroupTemplate::kMatmul);
+      folded.insert(group.nodes);
+    }
+  EXPECT_EQ(folded, (std::set<std::vector<ValueId>>{{ln1, d1}, {ln1, d1, add1}}));
+  SearchOptions small;
+  small.max_group_size = 2;
+  folded.clear();
+  for (const FusedGroup& group : Enumerate(graph, small))
+    if (group.norm >= 0) folded.insert(group.nodes);
+  EXPECT_EQ(folded, (std::set<std::vector<ValueId>>{{ln1, d1}}));
+}
+
 // x read by three denses, each with a bias add, then a sum of the three (the sum makes the region
 // connected either way; horizontal groups are what join the denses without it).
 struct Qkv {

@@ -20,6 +20,7 @@
 #include "worker/codegen/templates/matmul_emit.h"
 #include "worker/codegen/templates/matmul_group.h"
 #include "worker/codegen/templates/matmul_leaves.h"
+#include "worker/codegen/templates/matmul_norm.h"
 
 namespace fusetune::codegen {
 namespace {
@@ -321,9 +322,14 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
     }
     return op;
   };
-  desc.a = operand(anchor.inputs[0], true);
+  if (group.norm >= 0) {
+    desc.a = OperandA(layout, -1, false);
+    desc.pack_a = NormalizedRowsPacker(graph, group, buffers, layout);
+  } else {
+    desc.a = operand(anchor.inputs[0], true);
+  }
   desc.b = operand(anchor.inputs[1], false);
-  if (desc.a.compute) {
+  if (desc.a.compute || desc.pack_a) {
     // A computed A is packed [mc][kc] per task: keep that block cache-sized (the default mc is
     // all of M), at the price of more tasks.
     MatmulTiling& t = desc.tiling;

@@ -108,12 +108,20 @@ using PackBFn = std::function<void(MatmulBuilder& builder, llvm::Value* buffers,
                                    llvm::Value* n0, llvm::Value* n_count, llvm::Value* k0,
                                    llvm::Value* k_count, int64_t nr, llvm::Value* out)>;
 
+// Emits the packing of a task's A rows, replacing the element-by-element prologue: rows [m0,
+// m_end) of batch `b`, k in [k0, k0 + k_count), into `out` as [m - m0][kc] floats. A folded layer
+// norm sets it (templates/matmul_norm.h): each row needs its mean and deviation first.
+using PackAFn = std::function<void(MatmulBuilder& builder, llvm::Value* buffers, llvm::Value* b,
+                                   llvm::Value* m0, llvm::Value* m_end, llvm::Value* k0,
+                                   llvm::Value* k_count, int64_t kc, llvm::Value* out)>;
+
 struct MatmulKernelDesc {
   std::string name;  // the kernel's symbol; helper functions get it as a prefix
   MatmulLayout layout;
   MatmulTiling tiling;
   MatmulOperand a, b;
   PackBFn pack_b;  // set: packs B instead of `b` (whose buffer is then -1)
+  PackAFn pack_a;  // set: packs A instead of `a` (whose buffer is then -1)
   // A float32 output of shape [batch * M, N] that holds partial sums between k blocks. -1 when
   // the group has none: the emitter then uses one k block (kc = K).
   int acc_buffer = -1;

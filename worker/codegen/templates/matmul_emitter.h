@@ -53,8 +53,9 @@ class Emitter {
         vec_(llvm::FixedVectorType::get(f32_, kLanes)) {
     k_blocks_ = t_.KBlocks(l_);
     // A computed A is packed as [mc][kc]; A in memory is read where it lies.
-    a_ms_ = d_.a.compute ? t_.kc : d_.a.row_stride;
-    a_ks_ = d_.a.compute ? 1 : d_.a.k_stride;
+    const bool a_in_scratch = d_.a.compute || d_.pack_a;
+    a_ms_ = a_in_scratch ? t_.kc : d_.a.row_stride;
+    a_ks_ = a_in_scratch ? 1 : d_.a.k_stride;
     // A B block (nc rows of n, all of K) is one contiguous range when B is [n][k] and packed in
     // one k block: the tiles can stream the next one with one pointer.
     prefetch_next_ = t_.pb && k_blocks_ == 1 && !d_.b.compute && d_.b.k_stride == 1 &&

@@ -14,7 +14,9 @@
 namespace fusetune::codegen::matmul_detail {
 
 // task(buffers, begin, end): tasks are numbered (b, n block, m block), m block fastest, so a
-// thread's consecutive tasks share a packed B block when there is one k block.
+// thread's consecutive tasks share a packed B block when there is one k block. A kernel that
+// packs A through pack_a (a folded layer norm) and finds B packed at bind time numbers them
+// (b, m block, n block) instead, so consecutive tasks share the normalised A block.
 Function* Emitter::EmitTask() {
   Function* f = NewFunction(d_.name + ".task", Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, true);
   Value *buffers = f->getArg(0), *begin = f->getArg(1), *end = f->getArg(2);
@@ -25,7 +27,8 @@ Function* Emitter::EmitTask() {
   const int64_t m_blocks = t_.MBlocks(l_), n_blocks = t_.NBlocks(l_);
   const int64_t panels = (nc + nr - 1) / nr;
   const int64_t b_bytes = (panels * nr * kc * 4 + 63) / 64 * 64;
-  const int64_t scratch_bytes = b_bytes + (d_.a.compute ? mc * kc * 4 : 0);
+  const bool a_in_scratch = d_.a.compute || d_.pack_a;
+  const int64_t scratch_bytes = b_bytes + (a_in_scratch ? mc * kc * 4 : 0);
 
   auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
   auto* pack_type = llvm::FunctionType::get(Type::getVoidTy(ctx_),
@@ -34,7 +37,7 @@ Function* Emitter::EmitTask() {
       b.CreateCall(scratch_type, RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_scratch), b),
                    {I64(scratch_bytes)}, "scratch");
   Value* pack_fn = RuntimeFn(reinterpret_cast<void*>(&fusetune_mm_pack_b), b);
-  Value* a_packed = d_.a.compute
+  Value* a_packed = a_in_scratch
                         ? b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, b_bytes, "a_packed")
                         : nullptr;
   auto base_of = [&](const MatmulOperand& op) -> Value* {
@@ -51,6 +54,30 @@ Function* Emitter::EmitTask() {
   // Which (b, n block) the scratch holds; -1: none yet.
   Value* packed = b.CreateAlloca(i64_, nullptr, "packed");
   b.CreateStore(I64(-1), packed);
+  // Which (b, m block) the A scratch holds, when pack_a's rows outlive a task; -1: none yet.
+  const bool a_major = d_.pack_a && t_.wpack;
+  Value* a_holds = b.CreateAlloca(i64_, nullptr, "a_holds");
+  b.CreateStore(I64(-1), a_holds);
+  struct TaskIndex {
+    Value *bi, *nb, *mb, *q, *r;  // q: (b, n block), whose B block it reads; r: (b, m block)
+  };
+  auto index_of = [&](MatmulBuilder& b, Value* t) {
+    TaskIndex x;
+    if (a_major) {
+      x.nb = b.CreateSRem(t, I64(n_blocks));
+      x.r = b.CreateSDiv(t, I64(n_blocks));
+      x.mb = b.CreateSRem(x.r, I64(m_blocks));
+      x.bi = b.CreateSDiv(x.r, I64(m_blocks));
+      x.q = b.CreateAdd(b.CreateMul(x.bi, I64(n_blocks)), x.nb);
+    } else {
+      x.mb = b.CreateSRem(t, I64(m_blocks));
+      x.q = b.CreateSDiv(t, I64(m_blocks));
+      x.nb = b.CreateSRem(x.q, I64(n_blocks));
+      x.bi = b.CreateSDiv(x.q, I64(n_blocks));
+      x.r = b.CreateAdd(b.CreateMul(x.bi, I64(m_blocks)), x.mb);
+    }
+    return x;
+  };
 
   // The micro-kernel variants: full tiles, and ragged ones at the global m and n ends.
   const int m_tail = static_cast<int>(l_.m % mr);
@@ -68,10 +95,8 @@ Function* Emitter::EmitTask() {
   auto* tile_type = tile_ff->getFunctionType();
 
   EmitLoop(b, begin, end, 1, "task", [&](MatmulBuilder& b, Value* t) {
-    Value* mb = b.CreateSRem(t, I64(m_blocks));
-    Value* q = b.CreateSDiv(t, I64(m_blocks));  // (b, n block)
-    Value* nb = b.CreateSRem(q, I64(n_blocks));
-    Value* bi = b.CreateSDiv(q, I64(n_blocks));
+    const TaskIndex x = index_of(b, t);
+    Value *mb = x.mb, *q = x.q, *nb = x.nb, *bi = x.bi;
     Value* m0 = b.CreateMul(mb, I64(mc));
     Value* m_end =
         b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(m0, I64(mc)), I64(l_.m));
@@ -87,13 +112,14 @@ Function* Emitter::EmitTask() {
     Value* next_block = scratch;
     if (prefetch_next_) {
       Value* next = b.CreateAdd(t, I64(1));
-      Value* nq = b.CreateSDiv(next, I64(m_blocks));
+      const TaskIndex nx = index_of(b, next);
       // With k blocks every task starts again at block 0, whichever n block it has.
-      Value* other_block = k_blocks_ > 1 ? llvm::ConstantInt::getTrue(ctx_) : b.CreateICmpNE(nq, q);
+      Value* other_block =
+          k_blocks_ > 1 ? llvm::ConstantInt::getTrue(ctx_) : b.CreateICmpNE(nx.q, q);
       Value* has_next = b.CreateAnd(b.CreateICmpSLT(next, end), other_block);
-      Value* nnb = b.CreateSRem(nq, I64(n_blocks));
+      Value* nnb = nx.nb;
       Value* nn0 = b.CreateMul(nnb, I64(nc));
-      Value* nbi = b.CreateSDiv(nq, I64(n_blocks));
+      Value* nbi = nx.bi;
       // Unbound, the raw B block is streamed where it is contiguous ([n][k], all of K) or, with
       // k blocks, row by row.
       Value* src = scratch;
@@ -180,7 +206,21 @@ Function* Emitter::EmitTask() {
       b.CreateBr(compute);
       b.SetInsertPoint(compute);
 
-      if (d_.a.compute) {
+      if (d_.pack_a) {
+        // This task's rows for this k block into [mc][kc], unless the scratch holds them (one k
+        // block, the previous task of this thread on the same rows).
+        Value* need = k_blocks_ > 1 || !a_major
+                          ? static_cast<Value*>(llvm::ConstantInt::getTrue(ctx_))
+                          : b.CreateICmpNE(b.CreateLoad(i64_, a_holds), x.r);
+        BasicBlock* pack_a = BasicBlock::Create(ctx_, "pack_a", f);
+        BasicBlock* packed_a = BasicBlock::Create(ctx_, "packed_a", f);
+        b.CreateCondBr(need, pack_a, packed_a);
+        b.SetInsertPoint(pack_a);
+        d_.pack_a(b, buffers, bi, m0, m_end, k0, k_count, kc, a_packed);
+        b.CreateStore(x.r, a_holds);
+        b.CreateBr(packed_a);
+        b.SetInsertPoint(packed_a);
+      } else if (d_.a.compute) {
         // Prologue on A: evaluate this task's rows for this k block into [mc][kc].
         EmitLoop(b, m0, m_end, 1, "pack_m", [&](MatmulBuilder& b, Value* m) {
           Value* dst =
@@ -200,7 +240,7 @@ Function* Emitter::EmitTask() {
         Value* fn = b.CreateSelect(m_full, b.CreateSelect(n_full, tile_ff, tile_fn),
                                    b.CreateSelect(n_full, tile_mf, tile_mn));
         Value* a_ptr =
-            d_.a.compute
+            a_in_scratch
                 ? b.CreateInBoundsGEP(f32_, a_packed, b.CreateMul(b.CreateSub(m, m0), I64(kc)))
                 : b.CreateInBoundsGEP(f32_, a_k, b.CreateMul(m, I64(d_.a.row_stride)));
         Value* panel = b.CreateSDiv(b.CreateSub(n, nb0), I64(nr));
