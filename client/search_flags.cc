@@ -60,6 +60,9 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
   cmd->add_flag("--no-attention", f.no_attention,
                 "never compute attention (batch_matmul, scale/mask, softmax, batch_matmul) as one "
                 "kernel that never writes the score matrix");
+  cmd->add_flag("--no-norm-fold", f.no_norm_fold,
+                "never normalise a layer norm's rows inside the matmul that reads them (the norm "
+                "gets a kernel of its own)");
   cmd->add_flag("--no-horizontal", f.no_horizontal,
                 "never fuse sibling matmuls that read the same input (Q, K, V) into one kernel");
 }
@@ -72,6 +75,7 @@ SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
   o.max_region_nodes = f.max_region_nodes;
   o.horizontal = !f.no_horizontal;
   o.attention = !f.no_attention;
+  o.norm_fold = !f.no_norm_fold;
   for (const auto& op : f.never_fuse_ops) {
     if (std::string problem = ControlOpProblem(op); !problem.empty())
       throw UserError("--never-fuse: " + problem);

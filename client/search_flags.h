@@ -25,6 +25,7 @@ struct SearchFlags {
   int schedule_budget = SearchOptions{}.schedule_budget;
   bool no_horizontal = false;
   bool no_attention = false;
+  bool no_norm_fold = false;
 };
 
 // Adds --db, --threads and, when `search` is set, the search-space controls.

@@ -30,7 +30,8 @@ RequestPolicy::RequestPolicy(const Graph& graph, SearchOptions options)
               !options_.forbidden_groups.empty() ||
               options_.max_group_size < defaults.max_group_size ||
               options_.max_kernel_args < defaults.max_kernel_args ||
-              options_.horizontal < defaults.horizontal || options_.attention < defaults.attention;
+              options_.horizontal < defaults.horizontal ||
+              options_.attention < defaults.attention || options_.norm_fold < defaults.norm_fold;
   wider_ = options_.max_group_size > defaults.max_group_size ||
            options_.max_kernel_args > defaults.max_kernel_args;
 }
@@ -105,6 +106,8 @@ std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, b
     return refuse("the request does not fuse sibling matmuls horizontally (--no-horizontal)");
   if (group->Attention() && !options_.attention)
     return refuse("the request does not compute attention as one kernel (--no-attention)");
+  if (group->norm >= 0 && !options_.norm_fold)
+    return refuse("the request does not fold layer norms into matmuls (--no-norm-fold)");
   const int args = static_cast<int>(group->inputs.size() + group->outputs.size());
   if (limits && !single && args > options_.max_kernel_args)
     return refuse(fmt::format("{} kernel arguments, more than the request's max args {}", args,

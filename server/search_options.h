@@ -24,6 +24,7 @@ struct SearchOptions {
   int threads = 1;         // threads the kernels run with (part of every key)
   bool horizontal = true;  // sibling matmuls reading the same A may be one GEMM kernel
   bool attention = true;   // batch_matmul -> softmax -> batch_matmul may be one kernel
+  bool norm_fold = true;   // a layer norm may be folded into the matmul it feeds
 };
 
 // The accepted values of each numeric control of a request, written once: the command line's

@@ -166,6 +166,15 @@ TEST(Candidates, ALayerNormIsOfferedFoldedIntoTheMatmulOnlyItFeeds) {
   for (const FusedGroup& group : Enumerate(graph, small))
     if (group.norm >= 0) folded.insert(group.nodes);
   EXPECT_EQ(folded, (std::set<std::vector<ValueId>>{{ln1, d1}}));
+  // --no-norm-fold: none, refused by name, and a narrower request than the default.
+  SearchOptions off;
+  off.norm_fold = false;
+  for (const FusedGroup& group : Enumerate(graph, off)) EXPECT_LT(group.norm, 0);
+  RequestPolicy policy(graph, off);
+  std::string why;
+  EXPECT_FALSE(policy.OneKernel(std::vector<ValueId>{ln1, d1}, &why));
+  EXPECT_NE(why.find("--no-norm-fold"), std::string::npos) << why;
+  EXPECT_FALSE(policy.MayStoreBestPlan());
 }
 
 // x read by three denses, each with a bias add, then a sum of the three (the sum makes the region

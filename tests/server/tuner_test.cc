@@ -616,5 +616,19 @@ TEST_F(TunerTest, AnAttentionPlanIsStoredAndServedAndNoAttentionAvoidsIt) {
                                        [](const FusedGroup& g) { return g.Attention(); });
 }
 
+TEST_F(TunerTest, AFoldedNormPlanIsStoredAndServedAndNoNormFoldAvoidsIt) {
+  // Under the bytes model one kernel that never writes the normalised rows beats two.
+  const char* norm_dense =
+      R"(fn (%x: Tensor[(64, 96), float32], %g: Tensor[(96), float32], %b: Tensor[(96), float32],
+    %w: Tensor[(80, 96), float32]) {
+  %0 = nn.layer_norm(%x, %g, %b);
+  nn.dense(%0, %w)
+})";
+  TuneOptions off;
+  off.search.norm_fold = false;
+  ExpectAKindStoredServedAndSwitchable(path_, ParseRelay(norm_dense, "norm_dense.relay"), 2, off,
+                                       [](const FusedGroup& g) { return g.norm >= 0; });
+}
+
 }  // namespace
 }  // namespace fusetune
