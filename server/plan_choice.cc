@@ -58,15 +58,16 @@ std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
     // Another grouping within the unpaired noise of greedy's is no evidence against the rules:
     // greedy's grouping is then the tuned plan, carrying what the search found for its groups'
     // schedules (which validation can then judge as schedules, server/validation.h). Except a
-    // cover holding a group no rule forms (attention as one kernel, sibling matmuls as one):
-    // what those save is traffic between kernels (a score matrix never written), which groups
-    // timed alone do not show (BENCHMARKS.md, "The attention kernel with its head split
-    // inside": 3.6% alone, 5.7% in the plan), so the whole-plan rounds decide, and greedy's
-    // grouping on dueled schedules is retried if it loses (server/grouping_fallback.h).
+    // cover holding a group no rule forms (attention as one kernel, sibling matmuls as one, a
+    // layer norm folded into its matmul): what those save is traffic between kernels (a score
+    // matrix or normalised rows never written), which groups timed alone do not show
+    // (BENCHMARKS.md, "The attention kernel with its head split inside": 3.6% alone, 5.7% in
+    // the plan), so the whole-plan rounds decide, and greedy's grouping on dueled schedules is
+    // retried if it loses (server/grouping_fallback.h).
     bool beyond_rules = false;
     for (size_t idx : ranked.best.groups) {
       const FusedGroup& g = plan.groups.at(rs.group_sigs[idx]).group;
-      beyond_rules |= g.Attention() || g.Horizontal();
+      beyond_rules |= g.Attention() || g.Horizontal() || g.norm >= 0;
     }
     if (auto greedy = GreedyCover(graph, rs, plan);
         greedy && !beyond_rules && greedy->second <= ranked.best.cost * (1 + kNoiseFloor)) {
