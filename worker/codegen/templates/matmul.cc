@@ -335,6 +335,12 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
     MatmulTiling& t = desc.tiling;
     int64_t rows = std::max<int64_t>(t.mr, (kPackedABytes / (t.kc * 4)) / t.mr * t.mr);
     t.mc = std::min(t.mc, rows);
+    if (desc.pack_a && t.mc < layout.m) {
+      // Equal blocks: a folded norm's tasks run rows outer (matmul_task.cc), so a short last
+      // block is a thread's short share (M = 256 in blocks of 84: 168 rows against 88).
+      const int64_t blocks = (layout.m + t.mc - 1) / t.mc;
+      t.mc = ((layout.m + blocks - 1) / blocks + t.mr - 1) / t.mr * t.mr;
+    }
   }
 
   std::unique_ptr<TileEpilogue> epilogue =
