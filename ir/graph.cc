@@ -142,20 +142,29 @@ ValueId GraphBuilder::AddParam(const std::string& name, const TensorType& type) 
 }
 
 ValueId GraphBuilder::AddParamWithData(const std::string& name, Tensor data) {
-  ValueId id = AddParam(name, data.type());
-  graph_.values_[id].data = std::make_shared<const Tensor>(std::move(data));
+  return AddParamWithData(name, std::make_shared<const Tensor>(std::move(data)));
+}
+
+ValueId GraphBuilder::AddParamWithData(const std::string& name,
+                                       std::shared_ptr<const Tensor> data) {
+  ValueId id = AddParam(name, data->type());
+  graph_.values_[id].data = std::move(data);
   return id;
 }
 
 ValueId GraphBuilder::AddConst(Tensor value, const std::string& name) {
+  return AddConst(std::make_shared<const Tensor>(std::move(value)), name);
+}
+
+ValueId GraphBuilder::AddConst(std::shared_ptr<const Tensor> value, const std::string& name) {
   CheckValueCount(graph_.values_.size(), limits_);
-  CheckType(value.type(), name.empty() ? std::string("a constant") : "constant %" + name);
+  CheckType(value->type(), name.empty() ? std::string("a constant") : "constant %" + name);
   ClaimName(graph_.by_name_, name, static_cast<ValueId>(graph_.values_.size()), next_number_);
   Value v;
   v.kind = ValueKind::kConst;
   v.name = name;
-  v.type = value.type();
-  v.data = std::make_shared<const Tensor>(std::move(value));
+  v.type = value->type();
+  v.data = std::move(value);
   graph_.values_.push_back(std::move(v));
   return static_cast<ValueId>(graph_.values_.size() - 1);
 }

@@ -75,6 +75,9 @@ class GraphBuilder {
   // value unless the caller passes one (see interpreter.h).
   ValueId AddParamWithData(const std::string& name, Tensor data);
   ValueId AddConst(Tensor value, const std::string& name = "");
+  // The same, sharing `data` with another graph (a rewrite of one keeps its weights, uncopied).
+  ValueId AddParamWithData(const std::string& name, std::shared_ptr<const Tensor> data);
+  ValueId AddConst(std::shared_ptr<const Tensor> value, const std::string& name = "");
   // Checks arity, attributes and infers the type; throws UserError naming the problem.
   // `name` empty: the next free number.
   ValueId AddNode(const std::string& op_name, std::vector<ValueId> inputs, const Attrs& attrs,

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include "ir/layer_norm_pattern.h"
 #include "ir/onnx/import_context.h"
 
 namespace fusetune {
@@ -272,7 +273,7 @@ Graph ImportOnnx(std::string_view bytes, const std::string& source, const Limits
     }
   }
   state.builder.SetOutputs(outputs, outputs.size() > 1);
-  return std::move(state.builder).Build();
+  return FuseDecomposedLayerNorms(std::move(state.builder).Build(), limits);
 }
 
 Graph ImportOnnxFile(const std::string& path, const Limits& limits) {
