@@ -32,13 +32,13 @@ Graph BindParams(const Graph& graph, const std::map<std::string, Tensor>& values
         if (bound != values.end())
           map[i] = b.AddParamWithData(v.name, bound->second);
         else if (v.data)
-          map[i] = b.AddParamWithData(v.name, *v.data);
+          map[i] = b.AddParamWithData(v.name, v.data);
         else
           map[i] = b.AddParam(v.name, v.type);
         break;
       }
       case ValueKind::kConst:
-        map[i] = b.AddConst(*v.data, v.name);
+        map[i] = b.AddConst(v.data, v.name);
         break;
       case ValueKind::kNode: {
         std::vector<ValueId> args;

@@ -84,23 +84,10 @@ class OperandReader {
 
   bool swapped() const { return swapped_; }
 
-  static Value* Base(Builder& b, Value* buffers, int index) {
-    auto* ptr = b.getPtrTy();
-    return b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, index),
-                               llvm::Align(8));
-  }
-
  private:
-  // The operand's expression on its leaves, each read by `load(base, leaf, leaf's shape)`.
-  Value* Evaluate(Builder& b, Value* buffers,
-                  const std::function<Value*(Value*, const ExprLeaf&, const Shape&)>& load) const {
-    std::vector<Value*> args;
-    for (const ExprLeaf& leaf : expr_.leaves) {
-      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
-      Value* base = input ? Base(b, buffers, buffers_.Of(leaf.value)) : nullptr;
-      args.push_back(load(base, leaf, input ? graph_.value(leaf.value).type.shape : Shape{}));
-    }
-    return ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32);
+  // The operand's expression as float32, each leaf read by `read`.
+  Value* Evaluate(Builder& b, Value* buffers, const LeafRead& read) const {
+    return ConvertTo(b, LowerLeaves(b, graph_, buffers_, buffers, expr_, read), DType::kFloat32);
   }
 
   const Graph& graph_;
@@ -216,15 +203,6 @@ class Emitter {
     return static_cast<int>(std::clamp<int64_t>(limit - start, 0, kLanes));
   }
 
-  // Lanes start + i < limit, for a runtime `start`.
-  Value* LanesBelow(Builder& b, Value* start, int64_t limit) {
-    std::vector<llvm::Constant*> steps;
-    for (int i = 0; i < kLanes; ++i) steps.push_back(llvm::ConstantInt::get(i64_, i));
-    Value* lanes =
-        b.CreateAdd(b.CreateVectorSplat(kLanes, start), llvm::ConstantVector::get(steps));
-    return b.CreateICmpSLT(lanes, b.CreateVectorSplat(kLanes, I64(limit)));
-  }
-
   Value* FloatAt(Builder& b, Value* base, Value* offset) {
     return b.CreateInBoundsGEP(f32_, base, offset);
   }
@@ -247,7 +225,7 @@ class Emitter {
     Value* pack_fn = b.CreateIntToPtr(
         I64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(&fusetune_mm_pack_b))), ptr_);
     auto matrix = [&](int buffer, int64_t elements) {
-      return FloatAt(b, OperandReader::Base(b, buffers, buffer), b.CreateMul(bi, I64(elements)));
+      return FloatAt(b, BufferBase(b, buffers, buffer), b.CreateMul(bi, I64(elements)));
     };
     if (k_direct_ >= 0) {
       // K stored [n][d] (n_stride d) or, swapped, [d][n].
@@ -275,7 +253,7 @@ class Emitter {
       if (k_->swapped()) {  // stored [d][key]: 16 keys of one depth, contiguous in kt
         Loop(b, I64(0), I64(s_.d), 1, "d", [&](Builder& b, Value* d) {
           Loop(b, I64(0), I64(keys), kLanes, "j", [&](Builder& b, Value* j) {
-            b.CreateAlignedStore(k_->Lanes(b, buffers, bi, d, j, LanesBelow(b, j, s_.n)),
+            b.CreateAlignedStore(k_->Lanes(b, buffers, bi, d, j, LanesBelow(b, j, I64(s_.n))),
                                  kt_at(b, j, d), llvm::Align(64));
           });
         });
@@ -300,7 +278,7 @@ class Emitter {
                [&](Builder& b, Value* z) { b.CreateStore(zero, FloatAt(b, vp, z)); });
         Loop(b, I64(0), I64(s_.e), 1, "e", [&](Builder& b, Value* e) {
           Loop(b, I64(0), I64(RoundUp(s_.n, kLanes)), kLanes, "j", [&](Builder& b, Value* j) {
-            Value* x = v_->Lanes(b, buffers, bi, e, j, LanesBelow(b, j, s_.n));
+            Value* x = v_->Lanes(b, buffers, bi, e, j, LanesBelow(b, j, I64(s_.n)));
             Value* at = b.CreateAdd(b.CreateMul(j, I64(e_pad_)), e);
             for (int64_t i = 0; i < kLanes; ++i)
               b.CreateStore(b.CreateExtractElement(x, i),
@@ -432,7 +410,7 @@ class Emitter {
   void StoreOutput(Builder& b, Value* buffers, Value* bi, Value* m0, int rows, const Slots& o_run,
                    const std::vector<Value*>& inv) {
     const int ev = static_cast<int>(e_pad_ / kLanes);
-    Value* out_base = OperandReader::Base(b, buffers, buffers_.Of(group_.attention.output));
+    Value* out_base = BufferBase(b, buffers, buffers_.Of(group_.attention.output));
     for (int r = 0; r < rows; ++r) {
       Value* scale = b.CreateVectorSplat(kLanes, inv[r]);
       Value* row = b.CreateAdd(b.CreateMul(bi, I64(s_.m)), b.CreateAdd(m0, I64(r)));
@@ -560,19 +538,13 @@ class Emitter {
   Value* ApplyChain(Builder& b, Value* buffers, Value* bi, Value* m, Value* j0, Value* scores,
                     Value* mask) {
     std::vector<Value*> coords{bi, m, nullptr};
-    std::vector<Value*> args;
-    for (const ExprLeaf& leaf : chain_->leaves) {
-      if (leaf.kind == ExprLeaf::Kind::kAnchor) {
-        args.push_back(scores);
-        continue;
-      }
-      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
-      Value* base = input ? OperandReader::Base(b, buffers, buffers_.Of(leaf.value)) : nullptr;
-      const Shape shape = input ? graph_.value(leaf.value).type.shape : Shape{};
-      args.push_back(LoadLeafRow(b, base, leaf, shape, coords, j0, mask));
-    }
-    Value* out = ConvertTo(b, LowerScalarExpr(b, chain_->expr, args), DType::kFloat32);
-    return Splat(b, out, kLanes);
+    Value* out = LowerLeaves(
+        b, graph_, buffers_, buffers, *chain_,
+        [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
+          return LoadLeafRow(b, base, leaf, shape, coords, j0, mask);
+        },
+        scores);
+    return Splat(b, ConvertTo(b, out, DType::kFloat32), kLanes);
   }
 
   // `count` scalar slots in the function's entry block: mem2reg keeps them in registers.
@@ -621,7 +593,7 @@ class Emitter {
       Value* q_rows = qs;
       if (q_direct_ >= 0) {
         // Q's rows in place: [b][m][d].
-        q_rows = FloatAt(b, OperandReader::Base(b, buffers, q_direct_),
+        q_rows = FloatAt(b, BufferBase(b, buffers, q_direct_),
                          b.CreateMul(b.CreateAdd(b.CreateMul(bi, I64(s_.m)), m_start), I64(s_.d)));
       } else if (!q_->swapped()) {  // 16 depths of a query row at a time
         Loop(b, I64(0), count, 1, "qr", [&](Builder& b, Value* r) {

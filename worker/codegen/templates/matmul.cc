@@ -30,12 +30,6 @@ using llvm::Value;
 constexpr int kLanes = 16;
 constexpr int64_t kPackedABytes = 256 << 10;  // the A block a prologue is evaluated into
 
-Value* BufferBase(MatmulBuilder& b, Value* buffers, int index) {
-  auto* ptr = llvm::PointerType::get(b.getContext(), 0);
-  return b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, index),
-                             llvm::Align(8));
-}
-
 // Splits a flat index into coordinates over `dims` (row-major), scalar i64.
 std::vector<Value*> Unflatten(MatmulBuilder& b, Value* flat, std::span<const int64_t> dims) {
   std::vector<Value*> coords(dims.size());
@@ -88,16 +82,12 @@ class PrologueOperand {
 
   Value* operator()(MatmulBuilder& b, Value* buffers, Value* bi, Value* i, Value* k) const {
     std::vector<Value*> coords = Coords(b, bi, i, k);
-    std::vector<Value*> args;
-    for (const ExprLeaf& leaf : expr_.leaves) {
-      Value* base = leaf.kind == ExprLeaf::Kind::kInput
-                        ? BufferBase(b, buffers, buffers_.Of(leaf.value))
-                        : nullptr;
-      const Shape& shape =
-          leaf.kind == ExprLeaf::Kind::kInput ? graph_.value(leaf.value).type.shape : Shape{};
-      args.push_back(LoadLeafScalar(b, base, leaf, shape, coords));
-    }
-    return ConvertTo(b, LowerScalarExpr(b, expr_.expr, args), DType::kFloat32);
+    return ConvertTo(b,
+                     LowerLeaves(b, graph_, buffers_, buffers, expr_,
+                                 [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
+                                   return LoadLeafScalar(b, base, leaf, shape, coords);
+                                 }),
+                     DType::kFloat32);
   }
 
  private:
@@ -158,18 +148,15 @@ class GroupEpilogue : public TileEpilogue {
         results.push_back(v.acc);
         continue;
       }
-      std::vector<Value*> args;
-      for (const ExprLeaf& leaf : out.expr.leaves) {
-        if (leaf.kind == ExprLeaf::Kind::kAnchor) {
-          args.push_back(v.acc);
-          continue;
-        }
-        bool input = leaf.kind == ExprLeaf::Kind::kInput;
-        Value* base = input ? BufferBase(b, v.buffers, buffers_.Of(leaf.value)) : nullptr;
-        const Shape& shape = input ? graph_.value(leaf.value).type.shape : Shape{};
-        args.push_back(LoadLeafRow(b, base, leaf, shape, coords, v.n_start, v.mask));
-      }
-      results.push_back(Splat(b, LowerScalarExpr(b, out.expr.expr, args), kLanes));
+      results.push_back(Splat(b,
+                              LowerLeaves(
+                                  b, graph_, buffers_, v.buffers, out.expr,
+                                  [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
+                                    return LoadLeafRow(b, base, leaf, shape, coords, v.n_start,
+                                                       v.mask);
+                                  },
+                                  v.acc),
+                              kLanes));
     }
     Value* offset = b.CreateAdd(b.CreateMul(v.row, b.getInt64(out_shape_.back())), v.n_start);
     for (size_t o = 0; o < outputs_.size(); ++o) {
@@ -252,6 +239,28 @@ bool IsIdentityIndex(const std::vector<IndexExpr>& index) {
 }
 
 }  // namespace
+
+Value* BufferBase(MatmulBuilder& b, Value* buffers, int index) {
+  auto* ptr = llvm::PointerType::get(b.getContext(), 0);
+  return b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, index),
+                             llvm::Align(8));
+}
+
+Value* LowerLeaves(MatmulBuilder& b, const Graph& graph, const BufferMap& map, Value* buffers,
+                   const InlinedExpr& expr, const LeafRead& read, Value* anchor) {
+  std::vector<Value*> args;
+  for (const ExprLeaf& leaf : expr.leaves) {
+    if (leaf.kind == ExprLeaf::Kind::kAnchor) {
+      FT_CHECK(anchor, "an expression reads the anchor where none is computed");
+      args.push_back(anchor);
+      continue;
+    }
+    const bool input = leaf.kind == ExprLeaf::Kind::kInput;
+    Value* base = input ? BufferBase(b, buffers, map.Of(leaf.value)) : nullptr;
+    args.push_back(read(base, leaf, input ? graph.value(leaf.value).type.shape : Shape{}));
+  }
+  return LowerScalarExpr(b, expr.expr, args);
+}
 
 std::unique_ptr<TileEpilogue> MakeGroupEpilogue(const Graph& graph, const FusedGroup& group,
                                                 const BufferMap& buffers, int* acc_buffer) {

@@ -182,6 +182,13 @@ Value* LoadLeafRow(llvm::IRBuilderBase& b, Value* base, const ExprLeaf& leaf, co
   return ToRegister(b, loaded, leaf.dtype);
 }
 
+Value* LanesBelow(llvm::IRBuilderBase& b, Value* start, Value* limit) {
+  std::vector<llvm::Constant*> steps;
+  for (unsigned i = 0; i < kLanes; ++i) steps.push_back(b.getInt64(i));
+  Value* lanes = b.CreateAdd(b.CreateVectorSplat(kLanes, start), llvm::ConstantVector::get(steps));
+  return b.CreateICmpSLT(lanes, b.CreateVectorSplat(kLanes, limit));
+}
+
 Value* LeafRowAddress(llvm::IRBuilderBase& b, Value* base, const ExprLeaf& leaf, const Shape& shape,
                       std::span<Value* const> coords, Value* last_start) {
   if (leaf.kind != ExprLeaf::Kind::kInput) return nullptr;

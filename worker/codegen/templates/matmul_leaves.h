@@ -30,6 +30,10 @@ llvm::Value* LoadLeafRow(llvm::IRBuilderBase& b, llvm::Value* base, const ExprLe
                          const Shape& leaf_shape, std::span<llvm::Value* const> coords,
                          llvm::Value* last_start, llvm::Value* mask);
 
+// The mask of the 16 lanes start + i < limit (`start`, `limit` scalar i64): the lanes of a row
+// read from `start` that lie inside it.
+llvm::Value* LanesBelow(llvm::IRBuilderBase& b, llvm::Value* start, llvm::Value* limit);
+
 // The address of lane 0 of LoadLeafRow's read when it is one contiguous vector load (what a
 // prefetch wants), or nullptr when the read is uniform, a gather, or not a load.
 llvm::Value* LeafRowAddress(llvm::IRBuilderBase& b, llvm::Value* base, const ExprLeaf& leaf,

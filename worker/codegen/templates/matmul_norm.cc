@@ -54,14 +54,14 @@ class NormalizedRows {
         b.CreateStore(zero, acc);
         EmitCountedLoop(b, b.getInt64(0), b.getInt64(k_), kLanes, "norm_k",
                         [&](MatmulBuilder& b, Value* k) {
-                          Value* mask = Below(b, k, b.getInt64(k_));
+                          Value* mask = LanesBelow(b, k, b.getInt64(k_));
                           Value* t = b.CreateSelect(mask, term(b, k), zero);
                           b.CreateStore(b.CreateFAdd(b.CreateLoad(vec, acc), t), acc);
                         });
         return b.CreateFAddReduce(llvm::ConstantFP::get(f32, 0.0), b.CreateLoad(vec, acc));
       };
       auto x = [&](MatmulBuilder& b, Value* k) {
-        return Row(b, buffers, x_, coords, k, Below(b, k, b.getInt64(k_)));
+        return Row(b, buffers, x_, coords, k, LanesBelow(b, k, b.getInt64(k_)));
       };
       Value* inv_k = llvm::ConstantFP::get(f32, 1.0 / static_cast<double>(k_));
       Value* mean = b.CreateFMul(sum_over_row(x), inv_k, "mean");
@@ -78,7 +78,7 @@ class NormalizedRows {
       EmitCountedLoop(
           b, b.getInt64(0), k_count, kLanes, "norm_pack", [&](MatmulBuilder& b, Value* kk) {
             Value* k = b.CreateAdd(k0, kk);
-            Value* mask = Below(b, kk, k_count);
+            Value* mask = LanesBelow(b, kk, k_count);
             Value* y =
                 b.CreateFMul(b.CreateFSub(Row(b, buffers, x_, coords, k, mask), mean_v), inv_v);
             std::vector<Value*> kc_coords{nullptr};
@@ -90,14 +90,6 @@ class NormalizedRows {
   }
 
  private:
-  // Lanes i with start + i < limit.
-  static Value* Below(MatmulBuilder& b, Value* start, Value* limit) {
-    std::vector<llvm::Constant*> lanes;
-    for (int i = 0; i < kLanes; ++i) lanes.push_back(b.getInt64(i));
-    Value* index = b.CreateAdd(Splat(b, start, kLanes), llvm::ConstantVector::get(lanes));
-    return b.CreateICmpSLT(index, Splat(b, limit, kLanes));
-  }
-
   // The coordinates of row (bi, m) in the norm's shape, the last (k) left to the lanes.
   std::vector<Value*> RowCoords(MatmulBuilder& b, Value* bi, Value* m) const {
     std::vector<Value*> coords;
@@ -123,20 +115,11 @@ class NormalizedRows {
   // 16 lanes of `e` at `coords`, the last coordinate k + lane; lanes off `mask` are not read.
   Value* Row(MatmulBuilder& b, Value* buffers, const InlinedExpr& e,
              const std::vector<Value*>& coords, Value* k, Value* mask) const {
-    std::vector<Value*> args;
-    for (const ExprLeaf& leaf : e.leaves) {
-      const bool input = leaf.kind == ExprLeaf::Kind::kInput;
-      Value* base = nullptr;
-      if (input) {
-        auto* ptr = llvm::PointerType::get(b.getContext(), 0);
-        base = b.CreateAlignedLoad(
-            ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, buffers_.Of(leaf.value)),
-            llvm::Align(8));
-      }
-      const Shape& shape = input ? graph_.value(leaf.value).type.shape : Shape{};
-      args.push_back(LoadLeafRow(b, base, leaf, shape, coords, k, mask));
-    }
-    return Splat(b, ConvertTo(b, LowerScalarExpr(b, e.expr, args), DType::kFloat32), kLanes);
+    Value* x = LowerLeaves(b, graph_, buffers_, buffers, e,
+                           [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
+                             return LoadLeafRow(b, base, leaf, shape, coords, k, mask);
+                           });
+    return Splat(b, ConvertTo(b, x, DType::kFloat32), kLanes);
   }
 
   const Graph& graph_;
