@@ -63,6 +63,9 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
   cmd->add_flag("--no-norm-fold", f.no_norm_fold,
                 "never normalise a layer norm's rows inside the matmul that reads them (the norm "
                 "gets a kernel of its own)");
+  cmd->add_flag("--no-recompute", f.no_recompute,
+                "never recompute a cheap op (element-wise, broadcast) inside each kernel that "
+                "reads it instead of storing it once");
   cmd->add_flag("--no-horizontal", f.no_horizontal,
                 "never fuse sibling matmuls that read the same input (Q, K, V) into one kernel");
 }
@@ -76,6 +79,7 @@ SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
   o.horizontal = !f.no_horizontal;
   o.attention = !f.no_attention;
   o.norm_fold = !f.no_norm_fold;
+  o.recompute = !f.no_recompute;
   for (const auto& op : f.never_fuse_ops) {
     if (std::string problem = ControlOpProblem(op); !problem.empty())
       throw UserError("--never-fuse: " + problem);

@@ -26,6 +26,7 @@ struct SearchFlags {
   bool no_horizontal = false;
   bool no_attention = false;
   bool no_norm_fold = false;
+  bool no_recompute = false;
 };
 
 // Adds --db, --threads and, when `search` is set, the search-space controls.

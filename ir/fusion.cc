@@ -85,12 +85,13 @@ std::vector<std::vector<ValueId>> Components(const Graph& g,
 // of members; nodes after the last member cannot lead back.
 std::optional<ValueId> ReentryPoint(const std::vector<std::vector<ValueId>>& users,
                                     const std::vector<ValueId>& nodes,
-                                    const std::unordered_set<ValueId>& in_group) {
+                                    const std::unordered_set<ValueId>& in_group,
+                                    const std::unordered_set<ValueId>& recomputed) {
   const ValueId last = nodes.back();
   std::unordered_set<ValueId> seen;
   std::vector<ValueId> stack;
   for (ValueId v : nodes)
-    for (ValueId u : users[v])
+    for (ValueId u : recomputed.count(v) ? std::vector<ValueId>{} : users[v])
       if (!in_group.count(u) && u < last && seen.insert(u).second) stack.push_back(u);
   while (!stack.empty()) {
     ValueId v = stack.back();
@@ -230,7 +231,7 @@ std::string_view TemplateName(GroupTemplate t) {
 }
 
 std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> nodes_in,
-                                       std::string* why_not) {
+                                       std::string* why_not, std::span<const ValueId> recompute) {
   FusedGroup group;
   group.nodes.assign(nodes_in.begin(), nodes_in.end());
   std::sort(group.nodes.begin(), group.nodes.end());
@@ -247,14 +248,32 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     for (ValueId in : g.values()[v].inputs) users[in].push_back(static_cast<ValueId>(v));
   std::unordered_set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
 
+  const std::unordered_set<ValueId> recomputed(recompute.begin(), recompute.end());
+  for (ValueId r : recomputed) {
+    if (!in_group.count(r))
+      return Reject(why_not, fmt::format("value {} is recomputed but not in the group", r));
+    const OpDef& op = *g.value(r).op;
+    if (!IsInlinable(op))
+      return Reject(why_not, fmt::format("{} ({}) is not element-wise, broadcast or injective; "
+                                         "only such ops are recomputed",
+                                         g.RefName(r), op.name));
+    if (graph_outputs.count(r))
+      return Reject(why_not, fmt::format("{} is a graph output; it must be stored, not recomputed",
+                                         g.RefName(r)));
+  }
+  group.recompute.assign(recomputed.begin(), recomputed.end());
+  std::sort(group.recompute.begin(), group.recompute.end());
+
   // Convex: no path leaves the group and re-enters it (for a horizontal group this also means no
   // path runs between its parts).
-  if (std::optional<ValueId> at = ReentryPoint(users, group.nodes, in_group))
+  if (std::optional<ValueId> at = ReentryPoint(users, group.nodes, in_group, recomputed))
     return Reject(why_not, fmt::format("group is not convex: a path leaves it and re-enters at {}",
                                        g.RefName(*at)));
 
   // Connected, or else a horizontal matmul.
   std::vector<std::vector<ValueId>> pieces = Components(g, users, group.nodes, in_group);
+  if (pieces.size() > 1 && !recomputed.empty())
+    return Reject(why_not, "a group that recomputes a value must be connected");
   if (pieces.size() > 1) return AnalyzeHorizontal(g, std::move(group), pieces, why_not);
 
   // Inputs, outputs, sink.
@@ -265,7 +284,9 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     bool used_inside = false, used_outside = graph_outputs.count(v) > 0;
     for (ValueId u : users[v]) (in_group.count(u) ? used_inside : used_outside) = true;
     if (!used_inside) sinks.push_back(v);
-    if (used_outside || !used_inside) group.outputs.push_back(v);
+    // What a recomputed member reads is read again wherever it is recomputed.
+    for (ValueId u : users[v]) used_outside |= recomputed.count(u) > 0;
+    if ((used_outside || !used_inside) && !recomputed.count(v)) group.outputs.push_back(v);
   }
   std::sort(group.inputs.begin(), group.inputs.end());
   group.inputs.erase(std::unique(group.inputs.begin(), group.inputs.end()), group.inputs.end());
@@ -273,13 +294,18 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     return Reject(why_not,
                   fmt::format("group has {} sinks; a kernel iterates one output", sinks.size()));
   group.sink = sinks[0];
+  if (recomputed.count(group.sink))
+    return Reject(why_not,
+                  fmt::format("{} is recomputed, but no member reads it", g.RefName(group.sink)));
   const TensorType& sink_type = g.value(group.sink).type;
 
   // Several anchors fit one kernel only as attention.
   int anchors = 0;
   for (ValueId v : group.nodes) anchors += IsAnchorKind(g.value(v).op->kind) ? 1 : 0;
-  if (anchors > 1 && IsAttentionCandidate(g, group.nodes))
+  if (anchors > 1 && IsAttentionCandidate(g, group.nodes)) {
+    if (!recomputed.empty()) return Reject(why_not, "an attention kernel recomputes nothing");
     return AnalyzeAttention(g, std::move(group), users, why_not);
+  }
 
   // Template: at most one anchor, or a matmul with the layer norm it folds.
   std::string fold_why;
@@ -339,6 +365,42 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
                                          g.RefName(v)));
   }
   return group;
+}
+
+std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& g,
+                                                        std::span<const ValueId> nodes_in) {
+  std::vector<ValueId> nodes(nodes_in.begin(), nodes_in.end());
+  std::sort(nodes.begin(), nodes.end());
+  const std::unordered_set<ValueId> in_group(nodes.begin(), nodes.end());
+  const std::unordered_set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
+  std::vector<std::vector<ValueId>> users(g.values().size());
+  for (size_t v = 0; v < g.values().size(); ++v)
+    for (ValueId in : g.values()[v].inputs) users[in].push_back(static_cast<ValueId>(v));
+  // Consumers come after their producers, so walking backwards sees a member's readers first: a
+  // member is recomputed when it is read outside, or when a recomputed member reads it (wherever
+  // that one is recomputed, it is needed too).
+  std::unordered_set<ValueId> recomputed;
+  bool read_outside_any = false;
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const ValueId v = *it;
+    if (!IsInlinable(*g.value(v).op) || graph_outputs.count(v)) continue;
+    bool outside = false, inside = false, read_by_recomputed = false;
+    for (ValueId u : users[v]) {
+      if (!in_group.count(u)) {
+        outside = true;
+      } else {
+        inside = true;
+        read_by_recomputed |= recomputed.count(u) > 0;
+      }
+    }
+    if (!inside) continue;
+    if (outside || read_by_recomputed) recomputed.insert(v);
+    read_outside_any |= outside;
+  }
+  if (!read_outside_any) return std::nullopt;
+  std::vector<ValueId> out(recomputed.begin(), recomputed.end());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace fusetune

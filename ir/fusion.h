@@ -30,6 +30,14 @@
 // and deviation computed first, so the normalised rows are never written to memory. The norm's
 // own producers (a residual add) may be inlined as for any prologue. Formed only by the search.
 //
+// Recomputation (`recompute`, any template but attention and horizontal): nodes the group computes
+// but never stores, though nodes outside it read them too; each of those readers' groups computes
+// them again. Each must be a cheap op (element-wise, broadcast or injective) that some member
+// reads, never the anchor, the sink or a graph output. Paths that leave the group from one of
+// them do not break convexity (the outside readers recompute, they do not wait for this group).
+// A decomposed softmax's exp(x - max), read by both the sum and the division, is computed twice
+// and never written. Formed only by the search.
+//
 // Attention (kAttention, ir/attention_pattern.h): batch_matmul -> element-wise steps (scale,
 // mask) -> softmax over the last axis -> batch_matmul, with inlinable producers of Q, K and V,
 // computed as one kernel with an online softmax that never writes the score matrix. Also formed
@@ -68,6 +76,8 @@ struct FusedGroup {
   AttentionNodes attention;
   // kMatmul groups only: the nn.layer_norm folded into the packing of the anchor's A, or -1.
   ValueId norm = -1;
+  // Members computed here but stored by no group (see above), ascending; never in `outputs`.
+  std::vector<ValueId> recompute;
 
   bool Horizontal() const { return !parts.empty(); }
   bool Attention() const { return templ == GroupTemplate::kAttention; }
@@ -78,7 +88,15 @@ inline constexpr size_t kMinHorizontalParts = 2;
 inline constexpr size_t kMaxHorizontalParts = 4;
 
 // Returns the group when lowerable; otherwise nullopt and, when `why_not` is given, the reason.
+// `recompute`: the members to recompute rather than store (a subset of `nodes`).
 std::optional<FusedGroup> AnalyzeGroup(const Graph& graph, std::span<const ValueId> nodes,
-                                       std::string* why_not = nullptr);
+                                       std::string* why_not = nullptr,
+                                       std::span<const ValueId> recompute = {});
+
+// The variant of a group that recomputes, instead of storing, every cheap member read outside it
+// (and the members that only those feed), or nullopt when it has none: the candidate the search
+// offers beside the group itself.
+std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& graph,
+                                                        std::span<const ValueId> nodes);
 
 }  // namespace fusetune

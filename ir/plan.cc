@@ -4,6 +4,7 @@
 #include <charconv>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,10 +70,34 @@ Plan UnfusedPlan(const Graph& graph) {
   return plan;
 }
 
-void SortGroupsTopologically(const Graph& graph, Plan& plan) {
+std::vector<std::vector<ValueId>> RecomputedNodes(std::span<const PlanGroup> groups) {
+  std::unordered_map<ValueId, int> holders;
+  for (const PlanGroup& g : groups)
+    for (ValueId v : g.nodes) ++holders[v];
+  std::vector<std::vector<ValueId>> out(groups.size());
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    for (ValueId v : groups[gi].nodes)
+      if (holders[v] > 1) out[gi].push_back(v);
+  return out;
+}
+
+namespace {
+
+// The group storing each node: recomputed nodes are stored by none.
+std::unordered_map<ValueId, size_t> StoringGroups(const Plan& plan) {
   std::unordered_map<ValueId, size_t> group_of;
+  std::unordered_set<ValueId> shared;
   for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-    for (ValueId v : plan.groups[gi].nodes) group_of[v] = gi;
+    for (ValueId v : plan.groups[gi].nodes)
+      if (!group_of.emplace(v, gi).second) shared.insert(v);
+  for (ValueId v : shared) group_of.erase(v);
+  return group_of;
+}
+
+}  // namespace
+
+void SortGroupsTopologically(const Graph& graph, Plan& plan) {
+  const std::unordered_map<ValueId, size_t> group_of = StoringGroups(plan);
   const size_t n = plan.groups.size();
   std::vector<std::vector<size_t>> next(n);
   std::vector<int> pending(n, 0);
@@ -111,28 +136,36 @@ void SortGroupsTopologically(const Graph& graph, Plan& plan) {
 }
 
 void ValidatePlan(const Graph& graph, const Plan& plan) {
-  std::unordered_map<ValueId, size_t> group_of;
+  std::unordered_set<ValueId> held;
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     for (ValueId v : plan.groups[gi].nodes) {
       if (v < 0 || v >= static_cast<ValueId>(graph.values().size()) ||
           graph.value(v).kind != ValueKind::kNode)
         throw UserError(
             fmt::format("plan '{}': group {} names {}, which is not an op node", plan.name, gi, v));
-      if (!group_of.emplace(v, gi).second)
-        throw UserError(fmt::format("plan '{}': {} is in two groups", plan.name, graph.RefName(v)));
+      held.insert(v);
     }
   }
   for (size_t v = 0; v < graph.values().size(); ++v)
-    if (graph.values()[v].kind == ValueKind::kNode && !group_of.count(static_cast<ValueId>(v)))
+    if (graph.values()[v].kind == ValueKind::kNode && !held.count(static_cast<ValueId>(v)))
       throw UserError(fmt::format("plan '{}': {} is in no group", plan.name,
                                   graph.RefName(static_cast<ValueId>(v))));
+  const std::unordered_map<ValueId, size_t> group_of = StoringGroups(plan);
+  const std::vector<std::vector<ValueId>> recomputed = RecomputedNodes(plan.groups);
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     std::string why;
-    auto group = AnalyzeGroup(graph, plan.groups[gi].nodes, &why);
+    auto group = AnalyzeGroup(graph, plan.groups[gi].nodes, &why, recomputed[gi]);
     if (!group)
-      throw UserError(
-          fmt::format("plan '{}': group {} cannot be one kernel: {}", plan.name, gi, why));
+      throw UserError(fmt::format(
+          "plan '{}': group {} cannot be one kernel: {}{}", plan.name, gi, why,
+          recomputed[gi].empty() ? "" : " (a node in several groups is recomputed by each)"));
     for (ValueId in : group->inputs) {
+      if (graph.value(in).kind == ValueKind::kNode && !group_of.count(in))
+        throw UserError(
+            fmt::format("plan '{}': group {} reads {}, which no group stores (it is in "
+                        "several groups, so each recomputes it); a group that reads "
+                        "it must hold it too",
+                        plan.name, gi, graph.RefName(in)));
       auto it = group_of.find(in);
       if (it != group_of.end() && it->second >= gi)
         throw UserError(fmt::format("plan '{}': group {} reads {} before its group runs", plan.name,

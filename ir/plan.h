@@ -1,10 +1,12 @@
 #pragma once
-// A plan: the graph's nodes partitioned into fused groups, each with a schedule, in an order that
-// respects every dependency. Built-in plans: unfused (one kernel per op) and greedy (TVM FuseOps'
-// rules, see greedy.cc). Plans read and write as JSON: {"groups":[{"nodes":["%0","%1"],
-// "schedule":"tile_m=8,tile_n=32"}]}.
+// A plan: the graph's nodes covered by fused groups, each with a schedule, in an order that
+// respects every dependency. A node is in one group, except a node recomputed (ir/fusion.h): it
+// is in every group that reads it, each computing it again, and stored by none. Built-in plans:
+// unfused (one kernel per op) and greedy (TVM FuseOps' rules, see greedy.cc). Plans read and write
+// as JSON: {"groups":[{"nodes":["%0","%1"], "schedule":"tile_m=8,tile_n=32"}]}.
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,8 +46,12 @@ Plan GreedyPlan(const Graph& graph, const std::function<bool(ValueId)>& never_fu
 // FT_CHECKs that the groups are acyclic.
 void SortGroupsTopologically(const Graph& graph, Plan& plan);
 
-// Checks that the groups cover every node exactly once, each is lowerable, and that they can run
-// in the given order (each group's inputs are produced by earlier groups). Throws UserError.
+// Per group, the nodes it shares with other groups: those it recomputes (ascending).
+std::vector<std::vector<ValueId>> RecomputedNodes(std::span<const PlanGroup> groups);
+
+// Checks that the groups cover every node (once, or recomputed in every group that reads it), each
+// is lowerable, and that they can run in the given order (each group's inputs are produced by
+// earlier groups). Throws UserError.
 void ValidatePlan(const Graph& graph, const Plan& plan);
 
 std::string PlanToJson(const Graph& graph, const Plan& plan);

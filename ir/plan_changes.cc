@@ -14,11 +14,17 @@ std::vector<ValueId> Sorted(std::vector<ValueId> nodes) {
   return nodes;
 }
 
-std::string Fusion(const Graph& graph, const std::vector<ValueId>& nodes) {
-  const std::optional<FusedGroup> group = AnalyzeGroup(graph, nodes);
+std::string Fusion(const Graph& graph, const std::vector<ValueId>& nodes,
+                   const std::vector<ValueId>& recomputed) {
+  const std::optional<FusedGroup> group = AnalyzeGroup(graph, nodes, nullptr, recomputed);
   if (group && group->Attention()) return "attention kernel";
   if (group && group->Horizontal()) return "horizontal GEMM";
   if (group && group->norm >= 0) return "layer norm folded";
+  if (group && !group->recompute.empty()) {
+    std::string names;
+    for (ValueId v : group->recompute) names += (names.empty() ? "" : " ") + graph.RefName(v);
+    return "recomputes " + names;
+  }
   return nodes.size() == 1 ? "no fusion" : "other grouping";
 }
 
@@ -34,8 +40,10 @@ std::string KnobsChanged(const Schedule& schedule, const Schedule& base) {
   return out;
 }
 
-void NameSchedule(const Graph& graph, const PlanGroup& pg, int threads, PlanChange& change) {
-  const std::optional<FusedGroup> group = AnalyzeGroup(graph, Sorted(pg.nodes));
+void NameSchedule(const Graph& graph, const PlanGroup& pg, const std::vector<ValueId>& recomputed,
+                  int threads, PlanChange& change) {
+  const std::optional<FusedGroup> group =
+      AnalyzeGroup(graph, Sorted(pg.nodes), nullptr, recomputed);
   const Schedule base = group ? ScheduleSpace(graph, *group, threads).front() : Schedule{};
   if (pg.schedule.ToString() == base.ToString()) return;
   change.schedule = pg.schedule.ToString();
@@ -49,13 +57,15 @@ std::vector<PlanChange> ChangesFromGreedy(const Graph& graph, const std::vector<
   std::vector<std::vector<ValueId>> greedy_groups;
   for (const PlanGroup& g : greedy) greedy_groups.push_back(Sorted(g.nodes));
   std::vector<PlanChange> changes;
-  for (const PlanGroup& pg : plan) {
+  const std::vector<std::vector<ValueId>> recomputed = RecomputedNodes(plan);
+  for (size_t gi = 0; gi < plan.size(); ++gi) {
+    const PlanGroup& pg = plan[gi];
     PlanChange change;
     change.nodes = Sorted(pg.nodes);
     const bool rules_group =
         std::find(greedy_groups.begin(), greedy_groups.end(), change.nodes) != greedy_groups.end();
-    if (!rules_group) change.fusion = Fusion(graph, change.nodes);
-    NameSchedule(graph, pg, threads, change);
+    if (!rules_group) change.fusion = Fusion(graph, change.nodes, recomputed[gi]);
+    NameSchedule(graph, pg, recomputed[gi], threads, change);
     if (!change.fusion.empty() || !change.schedule.empty()) changes.push_back(std::move(change));
   }
   return changes;

@@ -19,6 +19,10 @@
 // them too: each matmul group the walk found whose A is a layer norm read by nothing else is
 // offered again with the norm.
 //
+// Recomputation (ir/fusion.h): every set the walk produces with a cheap member that is read
+// outside it is offered a second time, with those members (and what only they read) recomputed
+// instead of stored: exp(x - max) inside both the softmax's sum and its division.
+//
 // Attention groups (ir/attention_pattern.h) hold three anchors, so the walk never grows them
 // either. For each chain batch_matmul -> scale/mask -> softmax -> batch_matmul the core is offered
 // with each subset of its operands' private producers (the head split's reshape and transpose,
@@ -76,7 +80,8 @@ class Enumerator {
     if (policy_.options().attention) AddAttention();
     std::sort(out_.begin(), out_.end(), [](const FusedGroup& a, const FusedGroup& b) {
       if (a.nodes.size() != b.nodes.size()) return a.nodes.size() < b.nodes.size();
-      return a.nodes < b.nodes;
+      if (a.nodes != b.nodes) return a.nodes < b.nodes;
+      return a.recompute < b.recompute;
     });
     return std::move(out_);
   }
@@ -107,7 +112,7 @@ class Enumerator {
 
   // A matmul group with no prologue: both operands are read from memory.
   bool ProductAndEpilogue(const FusedGroup& g) const {
-    if (g.templ != GroupTemplate::kMatmul || g.Horizontal()) return false;
+    if (g.templ != GroupTemplate::kMatmul || g.Horizontal() || !g.recompute.empty()) return false;
     for (ValueId in : g_.value(g.anchor).inputs)
       if (std::binary_search(g.nodes.begin(), g.nodes.end(), in)) return false;
     return true;
@@ -200,6 +205,10 @@ class Enumerator {
       out_.push_back(std::move(*group));
     else if (refused_)
       refused_->push_back({nodes, std::move(why)});
+    if (nodes.size() < 2 || !policy_.options().recompute) return;
+    if (std::optional<std::vector<ValueId>> recompute = RecomputableMembers(g_, nodes))
+      if (auto group = policy_.OneKernel(nodes, nullptr, *recompute))
+        out_.push_back(std::move(*group));
   }
 
   const Graph& g_;

@@ -114,12 +114,15 @@ size_t GroupWork::best_index() const {
 }
 
 Plan WithDefaultSchedules(const Graph& graph, Plan plan, int threads, const Subgraph* region) {
-  for (PlanGroup& pg : plan.groups) {
-    std::vector<ValueId> nodes;
+  const std::vector<std::vector<ValueId>> recomputed = RecomputedNodes(plan.groups);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    PlanGroup& pg = plan.groups[gi];
+    std::vector<ValueId> nodes, recompute;
     for (ValueId v : pg.nodes) nodes.push_back(region ? region->ToOriginal(v) : v);
+    for (ValueId v : recomputed[gi]) recompute.push_back(region ? region->ToOriginal(v) : v);
     std::sort(nodes.begin(), nodes.end());
     pg.schedule = {};
-    if (auto group = AnalyzeGroup(graph, nodes))
+    if (auto group = AnalyzeGroup(graph, nodes, nullptr, recompute))
       pg.schedule = ScheduleSpace(graph, *group, threads).front();
   }
   return plan;
@@ -141,7 +144,7 @@ MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
     for (size_t r : to_search)
       if (!unsearched.count(r))
         for (const FusedGroup& group : regions[r].region.groups)
-          searched.insert(Signature(g, group.nodes));
+          searched.insert(Signature(g, group.nodes, group.recompute));
   std::vector<std::vector<BudgetCandidate>> budget_input;
   const Plan whole_greedy = GreedyBaseline(policy);
   for (size_t r : to_search) {
@@ -155,7 +158,7 @@ MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
     for (const PlanGroup& pg : rs.sub.PlanToOriginal(rs.greedy).groups) greedy.insert(pg.nodes);
     std::vector<BudgetCandidate> candidates;
     for (const FusedGroup& group : tr.region.groups) {
-      CanonicalForm gc = Canonicalize(g, group.nodes);
+      CanonicalForm gc = Canonicalize(g, group.nodes, group.recompute);
       std::string sig = Hash128Hex(gc.text);
       auto it = plan.groups.find(sig);
       if (it == plan.groups.end()) {

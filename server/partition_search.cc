@@ -17,6 +17,11 @@
 // both of those plus m are at least as cheap as C2, and at most one of them is the best cover, so
 // the other is a second-best as good as C2. The best of each state is chosen exactly as without
 // the runner-up (from best entries only).
+//
+// Recomputation. A node some candidate recomputes may be declared unstored by a move of its own
+// (no cost, no group); the state then also records which done nodes are unstored. A group may read
+// only stored nodes from memory and may recompute only unstored ones, so once a node is declared
+// unstored every group that reads it recomputes it. Covers end in any state with every node done.
 #include "server/partition_search.h"
 
 #include <algorithm>
@@ -36,7 +41,8 @@ struct Entry {
   double cost = std::numeric_limits<double>::infinity();
   int groups = 0;
   uint64_t cover = 0;  // sum of a hash of each candidate index: the same set gives the same sum
-  uint64_t from = 0;
+  uint64_t from = 0;   // the previous state's nodes done
+  uint64_t from_unstored = 0;
   int from_rank = 0;
   size_t via = 0;
   bool found() const { return cost < std::numeric_limits<double>::infinity(); }
@@ -85,66 +91,114 @@ RankedPartitions FindBestPartitions(const Graph& graph, const std::vector<ValueI
   for (size_t i = 0; i < n; ++i)
     for (ValueId in : graph.value(region[i]).inputs)
       if (int b = bit(in); b >= 0) preds[i] |= uint64_t{1} << b;
+  // Nodes that may go unstored: nothing outside the region reads them.
+  uint64_t private_nodes = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  for (ValueId o : graph.outputs())
+    if (int b = bit(o); b >= 0) private_nodes &= ~(uint64_t{1} << b);
+  for (size_t v = 0; v < graph.values().size(); ++v)
+    if (bit(static_cast<ValueId>(v)) < 0)
+      for (ValueId in : graph.values()[v].inputs)
+        if (int b = bit(in); b >= 0) private_nodes &= ~(uint64_t{1} << b);
 
+  // A move stores `mask`, reads `needs` from memory (stored earlier) and recomputes `virt`
+  // (unstored: some earlier move declared it so). Declaring node i unstored is a move of its
+  // own, at no cost, possible at any time: what i reads is read by each group recomputing it, so
+  // it is among that group's needs (or stored by that group itself).
   struct Move {
-    uint64_t mask, needs;
+    uint64_t mask, needs, virt;
+    bool declares;  // the move that declares `mask` unstored
     double cost;
-    size_t index;
+    size_t index;  // the candidate; candidates.size() + i for the declaration of node i
   };
   std::vector<Move> moves;
+  uint64_t recomputable = 0;
   for (size_t c = 0; c < candidates.size(); ++c) {
     if (!(candidates[c].cost < std::numeric_limits<double>::infinity())) continue;
-    uint64_t mask = 0, needs = 0;
+    uint64_t held = 0, virt = 0, needs = 0;
     bool inside = true;
     for (ValueId v : candidates[c].nodes) {
       int b = bit(v);
       if (b < 0)
         inside = false;
       else
-        mask |= uint64_t{1} << b;
+        held |= uint64_t{1} << b;
     }
-    if (!inside) continue;
+    for (ValueId v : candidates[c].recompute) {
+      int b = bit(v);
+      if (b < 0)
+        inside = false;
+      else
+        virt |= uint64_t{1} << b;
+    }
+    if (!inside || (virt & ~private_nodes)) continue;
+    recomputable |= virt;
     for (size_t i = 0; i < n; ++i)
-      if (mask >> i & 1) needs |= preds[i];
-    moves.push_back({mask, needs & ~mask, candidates[c].cost, c});
+      if (held >> i & 1) needs |= preds[i];
+    moves.push_back({held & ~virt, needs & ~held, virt, false, candidates[c].cost, c});
   }
+  for (size_t i = 0; i < n; ++i)
+    if (recomputable >> i & 1)
+      moves.push_back({uint64_t{1} << i, 0, 0, true, 0.0, candidates.size() + i});
 
+  // A state: the nodes done (stored or declared unstored) and, among them, the unstored ones.
+  struct Key {
+    uint64_t done, unstored;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return Mix(k.done ^ Mix(k.unstored)); }
+  };
   const uint64_t full = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
   Ranked start;
-  start[0] = Entry{0.0, 0, 0, 0, 0, 0};
-  std::unordered_map<uint64_t, Ranked> states{{0, start}};
-  std::vector<std::vector<uint64_t>> by_size(n + 1);
-  by_size[0].push_back(0);
+  start[0] = Entry{0.0, 0, 0, 0, 0, 0, 0};
+  std::unordered_map<Key, Ranked, KeyHash> states{{Key{0, 0}, start}};
+  std::vector<std::vector<Key>> by_size(n + 1);
+  by_size[0].push_back({0, 0});
   for (size_t size = 0; size < n; ++size) {
-    std::sort(by_size[size].begin(), by_size[size].end());
-    for (uint64_t state : by_size[size]) {
+    std::sort(by_size[size].begin(), by_size[size].end(), [](const Key& a, const Key& b) {
+      return a.done != b.done ? a.done < b.done : a.unstored < b.unstored;
+    });
+    for (const Key& state : by_size[size]) {
       const Ranked here = states.at(state);
+      const uint64_t stored = state.done & ~state.unstored;
       for (const Move& m : moves) {
-        if ((m.mask & state) || (m.needs & ~state)) continue;
-        const uint64_t next = state | m.mask;
+        if (m.mask & state.done) continue;
+        if ((m.needs & ~stored) || (m.virt & ~state.unstored)) continue;
+        const Key next{state.done | m.mask, m.declares ? state.unstored | m.mask : state.unstored};
         auto [it, fresh] = states.try_emplace(next);
-        if (fresh) by_size[std::popcount(next)].push_back(next);
+        if (fresh) by_size[std::popcount(next.done)].push_back(next);
         for (int rank = 0; rank < 2; ++rank) {
           if (!here[rank].found()) continue;
           Offer(it->second,
-                Entry{here[rank].cost + m.cost, here[rank].groups + 1,
-                      here[rank].cover + Mix(m.index), state, rank, m.index},
+                Entry{here[rank].cost + m.cost, here[rank].groups + (m.declares ? 0 : 1),
+                      here[rank].cover + Mix(m.index), state.done, state.unstored, rank, m.index},
                 rank == 0);
         }
       }
     }
   }
 
+  // Every state with all nodes done ends a cover; the best and runner-up over all of them.
+  Ranked ends;
+  for (const Key& state : by_size[n])
+    for (int rank = 0; rank < 2; ++rank)
+      if (const Entry& e = states.at(state)[rank]; e.found()) {
+        Entry end = e;
+        end.from = state.done;
+        end.from_unstored = state.unstored;
+        end.from_rank = rank;
+        Offer(ends, end, rank == 0);
+      }
   auto walk_back = [&](int rank) {
     Partition p;
-    auto it = states.find(full);
-    if (it == states.end() || !it->second[rank].found()) return p;
-    p.cost = it->second[rank].cost;
-    for (uint64_t state = full; state != 0;) {
-      const Entry& e = states.at(state)[rank];
-      p.groups.push_back(e.via);
-      state = e.from;
-      rank = e.from_rank;
+    if (!ends[rank].found()) return p;
+    p.cost = ends[rank].cost;
+    Key state{ends[rank].from, ends[rank].from_unstored};
+    for (int r = ends[rank].from_rank; state.done != 0;) {
+      const Entry& e = states.at(state)[r];
+      if (e.via < candidates.size()) p.groups.push_back(e.via);
+      state = Key{e.from, e.from_unstored};
+      r = e.from_rank;
     }
     std::reverse(p.groups.begin(), p.groups.end());
     return p;

@@ -9,6 +9,7 @@ namespace fusetune {
 struct CostedGroup {
   std::vector<ValueId> nodes;                             // ascending, all inside the region
   double cost = std::numeric_limits<double>::infinity();  // µs; infinity = invalid / unmeasured
+  std::vector<ValueId> recompute;  // members computed but not stored (ir/fusion.h), ascending
 };
 
 struct Partition {
@@ -24,9 +25,11 @@ struct RankedPartitions {
   Partition runner_up;
 };
 
-// The exact cover of `region` (ascending node ids, at most 64) by candidates with the least summed
-// cost whose groups can run in some order (each group's inputs from the region produced by earlier
-// groups). Ties go to fewer groups, then to the smaller candidate index, so the answer is
+// The cover of `region` (ascending node ids, at most 64) by candidates with the least summed cost
+// whose groups can run in some order (each group's inputs from the region produced by earlier
+// groups). Each node is stored by exactly one group, or by none when it is recomputed: then every
+// group reading it recomputes it (holds it in `recompute`), and nothing outside the region reads
+// it. Ties go to fewer groups, then to the smaller candidate index, so the answer is
 // deterministic.
 Partition FindBestPartition(const Graph& graph, const std::vector<ValueId>& region,
                             const std::vector<CostedGroup>& candidates);

@@ -44,8 +44,9 @@ std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
     std::vector<CostedGroup> costed;
     for (size_t i = 0; i < tr.region.groups.size(); ++i) {
       const GroupWork& gw = plan.groups.at(rs.group_sigs[i]);
-      costed.push_back(
-          {tr.region.groups[i].nodes, plan.pruned.count(gw.signature) ? kInf : gw.best_us()});
+      costed.push_back({tr.region.groups[i].nodes,
+                        plan.pruned.count(gw.signature) ? kInf : gw.best_us(),
+                        tr.region.groups[i].recompute});
     }
     const RankedPartitions ranked = FindBestPartitions(graph, tr.region.nodes, costed);
     spdlog::debug("region {}: best cover {}; runner-up {}", tr.signature,
@@ -59,15 +60,16 @@ std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
     // greedy's grouping is then the tuned plan, carrying what the search found for its groups'
     // schedules (which validation can then judge as schedules, server/validation.h). Except a
     // cover holding a group no rule forms (attention as one kernel, sibling matmuls as one, a
-    // layer norm folded into its matmul): what those save is traffic between kernels (a score
-    // matrix or normalised rows never written), which groups timed alone do not show
+    // layer norm folded into its matmul, a value recomputed): what those save is traffic between
+    // kernels (a score matrix, normalised rows or a recomputed value never written), which groups
+    // timed alone do not show
     // (BENCHMARKS.md, "The attention kernel with its head split inside": 3.6% alone, 5.7% in
     // the plan), so the whole-plan rounds decide, and greedy's grouping on dueled schedules is
     // retried if it loses (server/grouping_fallback.h).
     bool beyond_rules = false;
     for (size_t idx : ranked.best.groups) {
       const FusedGroup& g = plan.groups.at(rs.group_sigs[idx]).group;
-      beyond_rules |= g.Attention() || g.Horizontal() || g.norm >= 0;
+      beyond_rules |= g.Attention() || g.Horizontal() || g.norm >= 0 || !g.recompute.empty();
     }
     if (auto greedy = GreedyCover(graph, rs, plan);
         greedy && !beyond_rules && greedy->second <= ranked.best.cost * (1 + kNoiseFloor)) {

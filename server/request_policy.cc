@@ -26,12 +26,12 @@ RequestPolicy::RequestPolicy(const Graph& graph, SearchOptions options)
     if (ids.size() == names.size()) forbidden_.insert(std::move(ids));
   }
   const SearchOptions defaults;
-  narrower_ = !options_.never_fuse_ops.empty() || !options_.never_fuse_nodes.empty() ||
-              !options_.forbidden_groups.empty() ||
-              options_.max_group_size < defaults.max_group_size ||
-              options_.max_kernel_args < defaults.max_kernel_args ||
-              options_.horizontal < defaults.horizontal ||
-              options_.attention < defaults.attention || options_.norm_fold < defaults.norm_fold;
+  narrower_ =
+      !options_.never_fuse_ops.empty() || !options_.never_fuse_nodes.empty() ||
+      !options_.forbidden_groups.empty() || options_.max_group_size < defaults.max_group_size ||
+      options_.max_kernel_args < defaults.max_kernel_args ||
+      options_.horizontal < defaults.horizontal || options_.attention < defaults.attention ||
+      options_.norm_fold < defaults.norm_fold || options_.recompute < defaults.recompute;
   wider_ = options_.max_group_size > defaults.max_group_size ||
            options_.max_kernel_args > defaults.max_kernel_args;
 }
@@ -49,8 +49,9 @@ bool RequestPolicy::MayJoinGroup(ValueId v, std::string* why_not) const {
 }
 
 std::optional<FusedGroup> RequestPolicy::OneKernel(std::span<const ValueId> nodes,
-                                                   std::string* why_not) const {
-  return Check(nodes, /*limits=*/true, why_not);
+                                                   std::string* why_not,
+                                                   std::span<const ValueId> recompute) const {
+  return Check(nodes, /*limits=*/true, why_not, recompute);
 }
 
 std::optional<FusedGroup> RequestPolicy::BaselineKernel(std::span<const ValueId> nodes,
@@ -82,7 +83,8 @@ bool RequestPolicy::RuleGroup(std::span<const ValueId> nodes) const {
 }
 
 std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, bool limits,
-                                               std::string* why_not) const {
+                                               std::string* why_not,
+                                               std::span<const ValueId> recompute) const {
   auto refuse = [&](std::string reason) -> std::optional<FusedGroup> {
     if (why_not) *why_not = std::move(reason);
     return std::nullopt;
@@ -100,7 +102,9 @@ std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, b
         return std::nullopt;
     if (forbidden_.count(sorted)) return refuse("the request forbids this group");
   }
-  std::optional<FusedGroup> group = AnalyzeGroup(*graph_, sorted, why_not);
+  if (!recompute.empty() && !options_.recompute)
+    return refuse("the request does not recompute values in several kernels (--no-recompute)");
+  std::optional<FusedGroup> group = AnalyzeGroup(*graph_, sorted, why_not, recompute);
   if (!group) return std::nullopt;
   if (group->Horizontal() && !options_.horizontal)
     return refuse("the request does not fuse sibling matmuls horizontally (--no-horizontal)");
@@ -116,9 +120,13 @@ std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, b
 }
 
 bool RequestPolicy::Honours(std::span<const PlanGroup> groups, std::string* why_not) const {
-  for (const PlanGroup& pg : groups) {
+  const std::vector<std::vector<ValueId>> recomputed = RecomputedNodes(groups);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const PlanGroup& pg = groups[gi];
     std::string reason;
-    if (OneKernel(pg.nodes, why_not ? &reason : nullptr) || BaselineKernel(pg.nodes)) continue;
+    if (OneKernel(pg.nodes, why_not ? &reason : nullptr, recomputed[gi]) ||
+        (recomputed[gi].empty() && BaselineKernel(pg.nodes)))
+      continue;
     if (why_not) *why_not = fmt::format("{}: {}", NodesText(*graph_, pg.nodes), reason);
     return false;
   }

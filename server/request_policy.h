@@ -33,8 +33,10 @@ class RequestPolicy {
   // with `why_not`, the reason (as ir/fusion.h's AnalyzeGroup answers). A single node may whenever
   // the code generator can lower it (the unfused plan is always allowed); a larger group must also
   // fit the request's size and argument limits, hold no pinned node and not be forbidden.
+  // `recompute`: the members it recomputes (ir/fusion.h).
   std::optional<FusedGroup> OneKernel(std::span<const ValueId> nodes,
-                                      std::string* why_not = nullptr) const;
+                                      std::string* why_not = nullptr,
+                                      std::span<const ValueId> recompute = {}) const;
 
   // As OneKernel, for a group that TVM's rules form (RuleGroup): the greedy baseline's kernels.
   // The size and argument limits bound the groups the search enumerates, not the rules: TVM fuses
@@ -87,8 +89,8 @@ class RequestPolicy {
   // GreedyPlan's groups (ascending ids), filled by the first RuleGroup call. Not thread-safe: a
   // policy serves one request on one thread.
   mutable std::optional<std::set<std::vector<ValueId>>> rule_groups_;
-  std::optional<FusedGroup> Check(std::span<const ValueId> nodes, bool limits,
-                                  std::string* why_not) const;
+  std::optional<FusedGroup> Check(std::span<const ValueId> nodes, bool limits, std::string* why_not,
+                                  std::span<const ValueId> recompute = {}) const;
   bool narrower_ = false, wider_ = false;  // than the default request's space
 };
 

@@ -64,8 +64,9 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
   std::set<std::string> seen;
   for (const std::optional<Plan>& p : tuned) {
     if (!p) continue;
-    for (const PlanGroup& pg : p->groups) {
-      const std::string sig = Signature(graph, pg.nodes);
+    const std::vector<std::vector<ValueId>> recomputed = RecomputedNodes(p->groups);
+    for (size_t gi = 0; gi < p->groups.size(); ++gi) {
+      const std::string sig = Signature(graph, p->groups[gi].nodes, recomputed[gi]);
       auto it = plan.groups.find(sig);
       if (it == plan.groups.end() || plan.pruned.count(sig) || !seen.insert(sig).second) continue;
       GroupWork& gw = it->second;

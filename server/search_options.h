@@ -25,6 +25,7 @@ struct SearchOptions {
   bool horizontal = true;  // sibling matmuls reading the same A may be one GEMM kernel
   bool attention = true;   // batch_matmul -> softmax -> batch_matmul may be one kernel
   bool norm_fold = true;   // a layer norm may be folded into the matmul it feeds
+  bool recompute = true;   // a cheap op read by several kernels may be recomputed in each
 };
 
 // The accepted values of each numeric control of a request, written once: the command line's

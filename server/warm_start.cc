@@ -42,8 +42,10 @@ void DropRegions(const std::set<size_t>& warm, MeasurementPlan& plan) {
 void PreferFamilyGroups(const Graph& g, const std::vector<PlanGroup>& family,
                         const TuneCache& cache, MeasurementPlan& plan) {
   std::vector<std::string> first;
-  for (const PlanGroup& pg : family) {
-    const std::string sig = Signature(g, pg.nodes);
+  const std::vector<std::vector<ValueId>> recomputed = RecomputedNodes(family);
+  for (size_t gi = 0; gi < family.size(); ++gi) {
+    const PlanGroup& pg = family[gi];
+    const std::string sig = Signature(g, pg.nodes, recomputed[gi]);
     auto it = plan.groups.find(sig);
     if (it == plan.groups.end()) continue;  // not a candidate of this request
     GroupWork& gw = it->second;

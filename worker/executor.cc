@@ -32,9 +32,11 @@ constexpr int kOptLevel = 3;
 std::vector<KernelOrder> PlanKernels(const Graph& graph, const Plan& plan, const codegen::Jit& jit,
                                      int threads) {
   std::vector<KernelOrder> orders;
-  for (const PlanGroup& pg : plan.groups) {
+  const std::vector<std::vector<ValueId>> recomputed = RecomputedNodes(plan.groups);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    const PlanGroup& pg = plan.groups[gi];
     std::string why;
-    std::optional<FusedGroup> group = AnalyzeGroup(graph, pg.nodes, &why);
+    std::optional<FusedGroup> group = AnalyzeGroup(graph, pg.nodes, &why, recomputed[gi]);
     if (!group) throw UserError("plan group is not lowerable: " + why);
     KernelOrder order;
     const std::string target = jit.target().Fingerprint();

@@ -45,13 +45,13 @@ std::string KeyText(const Graph& graph, const FusedGroup& group, const Canonical
 
 std::string KernelKey(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                       const std::string& target, int threads, int opt_level) {
-  const CanonicalForm form = Canonicalize(graph, group.nodes);
+  const CanonicalForm form = Canonicalize(graph, group.nodes, group.recompute);
   return Hash128Hex(KeyText(graph, group, form, schedule, target, threads, opt_level, true));
 }
 
 KernelShare ShareOf(const Graph& graph, const FusedGroup& group, const Schedule& schedule,
                     const std::string& target, int threads, int opt_level) {
-  const CanonicalForm form = Canonicalize(graph, group.nodes);
+  const CanonicalForm form = Canonicalize(graph, group.nodes, group.recompute);
   KernelShare share;
   share.key = Hash128Hex(KeyText(graph, group, form, schedule, target, threads, opt_level, false));
   std::map<std::string, int> seen;  // constants by text: equal texts are equal values

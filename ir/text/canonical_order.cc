@@ -148,6 +148,13 @@ class Canonicalizer {
     std::sort(set_.begin(), set_.end());
   }
 
+  // Members computed in the set but stored by no group (ir/fusion.h): never outputs, and what
+  // they read is read again where they are recomputed, so it leaves the set.
+  void SetRecomputed(std::span<const ValueId> recomputed) {
+    recomputed_.assign(graph_.values().size(), 0);
+    for (ValueId id : recomputed) recomputed_[id] = 1;
+  }
+
   Order Run() {
     if (whole_) {
       for (ValueId p : graph_.params()) NumberInput(p);
@@ -204,8 +211,13 @@ class Canonicalizer {
     }
     for (ValueId o : graph_.outputs()) leaves[o] = 1;
     std::vector<char> read = ReadBySet();
+    if (!recomputed_.empty())
+      for (ValueId id : set_)
+        if (recomputed_[id])
+          for (ValueId in : graph_.value(id).inputs) leaves[in] = 1;
     std::vector<ValueId> outputs;
     for (ValueId id : set_) {
+      if (!recomputed_.empty() && recomputed_[id]) continue;
       if (leaves[id] || !read[id]) outputs.push_back(id);
     }
     return outputs;
@@ -383,15 +395,17 @@ class Canonicalizer {
   std::vector<int32_t> node_index_;
   std::vector<char> entered_;
   Order order_;
+  std::vector<char> recomputed_;  // per graph value; empty when none is
 };
 
 }  // namespace
 
 Order ComputeOrder(const Graph& graph, std::optional<std::span<const ValueId>> nodes,
-                   const KeySpelling& spelling) {
+                   const KeySpelling& spelling, std::span<const ValueId> recomputed) {
   Canonicalizer c(graph, !nodes.has_value(), spelling);
   if (nodes) {
     c.AddNodes(*nodes);
+    if (!recomputed.empty()) c.SetRecomputed(recomputed);
   } else {
     c.AddAllNodes();
   }

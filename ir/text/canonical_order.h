@@ -37,9 +37,10 @@ struct Order {
 };
 
 // A whole graph (`nodes` absent): inputs are the parameters in order, outputs the graph's
-// outputs. A node set: see Canonicalize in signature.h. Throws UserError when an id is not a node.
+// outputs. A node set: see Canonicalize in signature.h (`recomputed`: its members that are never
+// outputs). Throws UserError when an id is not a node.
 Order ComputeOrder(const Graph& graph, std::optional<std::span<const ValueId>> nodes,
-                   const KeySpelling& spelling);
+                   const KeySpelling& spelling, std::span<const ValueId> recomputed = {});
 
 // Exact spellings shared by the canonical texts.
 std::string AttrValueText(const AttrValue& value);  // True, 3, 1e-05, "s", None, [1, -1]

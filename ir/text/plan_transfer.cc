@@ -74,24 +74,32 @@ std::vector<PlanGroup> TransferPlan(const Graph& graph, const FamilyForm& here,
                                 member.family.key, here.key));
   }
   const size_t n = here.nodes.size();
-  std::vector<char> covered(n, 0);
-  std::vector<PlanGroup> out;
-  for (const MemberGroup& mg : groups) {
-    std::vector<ValueId> theirs, ours;
+  // A node in several groups is recomputed by each (ir/plan.h).
+  std::vector<int> covered(n, 0);
+  for (const MemberGroup& mg : groups)
     for (int32_t pos : mg.nodes) {
       if (pos < 0 || pos >= static_cast<int32_t>(member.family_position.size()))
         throw UserError(fmt::format("the member's plan names node {} of {}", pos, n));
-      int32_t f = member.family_position[pos];
-      if (covered[f]++) throw UserError(fmt::format("the member's plan holds node {} twice", pos));
+      ++covered[member.family_position[pos]];
+    }
+  std::vector<PlanGroup> out;
+  for (const MemberGroup& mg : groups) {
+    std::vector<ValueId> theirs, ours, their_recomputed, our_recomputed;
+    for (int32_t pos : mg.nodes) {
+      const int32_t f = member.family_position[pos];
       theirs.push_back(CanonicalNode(member.graph, pos));
       ours.push_back(here.nodes[f]);
+      if (covered[f] > 1) {
+        their_recomputed.push_back(theirs.back());
+        our_recomputed.push_back(ours.back());
+      }
     }
     std::sort(theirs.begin(), theirs.end());
     std::sort(ours.begin(), ours.end());
     std::string why;
-    auto from = AnalyzeGroup(member.graph, theirs, &why);
+    auto from = AnalyzeGroup(member.graph, theirs, &why, their_recomputed);
     if (!from) throw UserError("a group of the member's plan is not lowerable: " + why);
-    auto to = AnalyzeGroup(graph, ours, &why);
+    auto to = AnalyzeGroup(graph, ours, &why, our_recomputed);
     if (!to) throw UserError("a group of the member's plan is not lowerable here: " + why);
     PlanGroup g;
     g.nodes = std::move(ours);
@@ -99,7 +107,7 @@ std::vector<PlanGroup> TransferPlan(const Graph& graph, const FamilyForm& here,
         AdaptSchedule(member.graph, *from, Schedule::Parse(mg.schedule), graph, *to, threads);
     out.push_back(std::move(g));
   }
-  if (std::count(covered.begin(), covered.end(), 1) != static_cast<std::ptrdiff_t>(n))
+  if (std::count(covered.begin(), covered.end(), 0) != 0)
     throw UserError("the member's plan does not cover every node of the region");
   return out;
 }

@@ -70,8 +70,9 @@ CanonicalForm Canonicalize(const Graph& graph) {
   return Emit(graph, canonical::ComputeOrder(graph, std::nullopt, ExactSpelling()));
 }
 
-CanonicalForm Canonicalize(const Graph& graph, std::span<const ValueId> nodes) {
-  return Emit(graph, canonical::ComputeOrder(graph, nodes, ExactSpelling()));
+CanonicalForm Canonicalize(const Graph& graph, std::span<const ValueId> nodes,
+                           std::span<const ValueId> recomputed) {
+  return Emit(graph, canonical::ComputeOrder(graph, nodes, ExactSpelling(), recomputed));
 }
 
 std::string CanonicalText(const Graph& graph) { return Canonicalize(graph).text; }
@@ -85,8 +86,9 @@ std::string Hash128Hex(std::string_view text) {
 }
 
 std::string Signature(const Graph& graph) { return Hash128Hex(CanonicalText(graph)); }
-std::string Signature(const Graph& graph, std::span<const ValueId> nodes) {
-  return Hash128Hex(CanonicalText(graph, nodes));
+std::string Signature(const Graph& graph, std::span<const ValueId> nodes,
+                      std::span<const ValueId> recomputed) {
+  return Hash128Hex(Canonicalize(graph, nodes, recomputed).text);
 }
 
 }  // namespace fusetune

@@ -27,15 +27,18 @@ struct CanonicalForm {
 CanonicalForm Canonicalize(const Graph& graph);
 // A set of nodes (any order; duplicates ignored): values read from outside the set become the
 // inputs p0, p1, ... in the order the walk first meets them; the outputs are the nodes whose value
-// is used outside the set, is a graph output, or is used nowhere. Throws UserError when an id is
-// not a node of the graph.
-CanonicalForm Canonicalize(const Graph& graph, std::span<const ValueId> nodes);
+// is used outside the set, is a graph output, or is used nowhere. `recomputed`: members a group
+// recomputes (ir/fusion.h), never outputs; what they read is an output. Throws UserError when an
+// id is not a node of the graph.
+CanonicalForm Canonicalize(const Graph& graph, std::span<const ValueId> nodes,
+                           std::span<const ValueId> recomputed = {});
 
 std::string CanonicalText(const Graph& graph);
 std::string CanonicalText(const Graph& graph, std::span<const ValueId> nodes);
 
 std::string Signature(const Graph& graph);
-std::string Signature(const Graph& graph, std::span<const ValueId> nodes);
+std::string Signature(const Graph& graph, std::span<const ValueId> nodes,
+                      std::span<const ValueId> recomputed = {});
 
 // XXH3-128 of `text` as 32 lowercase hex digits (high 64 bits first).
 std::string Hash128Hex(std::string_view text);

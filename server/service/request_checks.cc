@@ -138,6 +138,7 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
   s.horizontal = !p.no_horizontal();
   s.attention = !p.no_attention();
   s.norm_fold = !p.no_norm_fold();
+  s.recompute = !p.no_recompute();
   if (p.has_schedule_budget()) {
     if (p.schedule_budget() < limits::kScheduleBudget.lo ||
         p.schedule_budget() > limits::kScheduleBudget.hi)

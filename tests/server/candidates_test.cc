@@ -32,6 +32,8 @@ std::set<std::vector<ValueId>> AsSets(const std::vector<FusedGroup>& groups) {
   return out;
 }
 
+using NodesAndRecompute = std::pair<std::vector<ValueId>, std::vector<ValueId>>;
+
 TEST(Candidates, MatchBruteForceOverAllSubsetsOfRandomDags) {
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     const int size = 3 + static_cast<int>(seed % 8);  // up to 10 op nodes
@@ -40,26 +42,34 @@ TEST(Candidates, MatchBruteForceOverAllSubsetsOfRandomDags) {
     options.max_group_size = 5;
     const auto nodes = OpNodes(g);
     ASSERT_LE(nodes.size(), 12u);
-    std::set<std::vector<ValueId>> expected;
+    // Each subset: as a group storing what leaves it, and as the group recomputing its cheap
+    // members read outside (ir/fusion.h's RecomputableMembers), each when lowerable.
+    std::set<NodesAndRecompute> expected;
     for (uint32_t mask = 1; mask < (1u << nodes.size()); ++mask) {
       std::vector<ValueId> subset;
       for (size_t i = 0; i < nodes.size(); ++i)
         if (mask >> i & 1) subset.push_back(nodes[i]);
       if (static_cast<int>(subset.size()) > options.max_group_size) continue;
-      auto group = AnalyzeGroup(g, subset);
-      if (!group || group->Horizontal()) continue;  // the connected sets; horizontal ones below
-      if (subset.size() > 1 &&
-          static_cast<int>(group->inputs.size() + group->outputs.size()) > options.max_kernel_args)
-        continue;
-      expected.insert(subset);
+      std::vector<std::vector<ValueId>> forms{{}};
+      if (subset.size() > 1)
+        if (auto recompute = RecomputableMembers(g, subset)) forms.push_back(*recompute);
+      for (const std::vector<ValueId>& recompute : forms) {
+        auto group = AnalyzeGroup(g, subset, nullptr, recompute);
+        if (!group || group->Horizontal()) continue;  // the connected sets; horizontal ones below
+        if (subset.size() > 1 && static_cast<int>(group->inputs.size() + group->outputs.size()) >
+                                     options.max_kernel_args)
+          continue;
+        expected.insert({subset, recompute});
+      }
     }
     auto found = Enumerate(g, options);
-    EXPECT_EQ(found.size(), AsSets(found).size())
-        << "seed " << seed << ": a group was listed twice";
-    std::vector<FusedGroup> connected;
+    std::set<NodesAndRecompute> distinct;
+    for (const FusedGroup& group : found) distinct.insert({group.nodes, group.recompute});
+    EXPECT_EQ(found.size(), distinct.size()) << "seed " << seed << ": a group was listed twice";
+    std::set<NodesAndRecompute> connected;
     for (FusedGroup& group : found) {
       if (!group.Horizontal()) {
-        connected.push_back(std::move(group));
+        connected.insert({group.nodes, group.recompute});
         continue;
       }
       // A horizontal candidate: lowerable, its parts sibling products of one A.
@@ -67,7 +77,7 @@ TEST(Candidates, MatchBruteForceOverAllSubsetsOfRandomDags) {
       for (const FusedGroup& part : group.parts)
         EXPECT_EQ(g.value(part.anchor).inputs[0], g.value(group.anchor).inputs[0]);
     }
-    EXPECT_EQ(AsSets(connected), expected) << "seed " << seed;
+    EXPECT_EQ(connected, expected) << "seed " << seed;
   }
 }
 
@@ -125,7 +135,9 @@ TEST(Candidates, RefusedGroupsComeWithThePolicysReason) {
   // Two sinks: AnalyzeGroup's reason, which callers used to drop, reaches the caller.
   EXPECT_NE(why[(std::vector<ValueId>{s, e, r})].find("sinks"), std::string::npos)
       << why[(std::vector<ValueId>{s, e, r})];
-  for (const FusedGroup& fg : found) EXPECT_FALSE(why.count(fg.nodes)) << "listed and refused";
+  // (A set refused as a group that stores what leaves it may be listed recomputing it.)
+  for (const FusedGroup& fg : found)
+    if (fg.recompute.empty()) EXPECT_FALSE(why.count(fg.nodes)) << "listed and refused";
 }
 
 TEST(Candidates, TwoAnchorsNeverShareAGroup) {

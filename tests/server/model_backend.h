@@ -40,8 +40,10 @@ class ModelBackend : public MeasurementBackend {
         PlanResult t;
         t.name = jp.name;
         t.ok = true;
-        for (const PlanGroup& pg : plan.groups) {
-          auto group = AnalyzeGroup(g, pg.nodes);
+        const std::vector<std::vector<ValueId>> recomputed = RecomputedNodes(plan.groups);
+        for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+          const PlanGroup& pg = plan.groups[gi];
+          auto group = AnalyzeGroup(g, pg.nodes, nullptr, recomputed[gi]);
           double bytes = 0;
           for (ValueId v : group->inputs) bytes += g.value(v).type.NumBytes();
           for (ValueId v : group->outputs) bytes += g.value(v).type.NumBytes();

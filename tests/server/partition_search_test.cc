@@ -21,16 +21,43 @@ std::vector<ValueId> OpNodes(const Graph& g) {
   return out;
 }
 
-// Brute force: every way to cover the nodes with disjoint candidates, keeping those whose groups
-// can be put in an order where each group's inputs come from earlier groups. Returns the cost of
-// each such cover (each cover once), cheapest first.
+// Brute force: every choice of candidates and of unstored nodes such that each node is stored by
+// exactly one chosen candidate (a member it does not recompute) or by none (then nothing outside
+// the region reads it and some chosen candidate recomputes it), each chosen candidate recomputes
+// only unstored nodes and reads from outside itself only stored ones, and the groups can be put in
+// an order where each runs after the groups storing what it reads. Returns the cost of each such
+// cover, cheapest first.
 std::vector<double> BruteForceCosts(const Graph& g, const std::vector<ValueId>& nodes,
                                     const std::vector<CostedGroup>& cands) {
+  constexpr int kFree = -1, kUnstored = -2;
+  std::vector<char> in_region(g.values().size(), 0), private_node(g.values().size(), 1);
+  for (ValueId v : nodes) in_region[v] = 1;
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (!in_region[v])
+      for (ValueId in : g.values()[v].inputs) private_node[in] = 0;
+  for (ValueId o : g.outputs()) private_node[o] = 0;
+  auto recomputes = [&](size_t c, ValueId v) {
+    return std::count(cands[c].recompute.begin(), cands[c].recompute.end(), v) > 0;
+  };
+  auto holds = [&](size_t c, ValueId v) {
+    return std::count(cands[c].nodes.begin(), cands[c].nodes.end(), v) > 0;
+  };
   std::vector<double> costs;
   std::vector<size_t> chosen;
-  std::vector<int> owner(g.values().size(), -1);
-  auto acyclic = [&]() {
-    // Repeatedly run any group whose region inputs are all done.
+  std::vector<int> owner(g.values().size(), kFree);
+  auto consistent = [&]() {
+    for (ValueId v : nodes)  // an unstored node is recomputed somewhere
+      if (owner[v] == kUnstored &&
+          std::none_of(chosen.begin(), chosen.end(), [&](size_t c) { return recomputes(c, v); }))
+        return false;
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      for (ValueId r : cands[chosen[i]].recompute)
+        if (owner[r] != kUnstored) return false;
+      for (ValueId v : cands[chosen[i]].nodes)
+        for (ValueId in : g.value(v).inputs)
+          if (in_region[in] && !holds(chosen[i], in) && owner[in] == kUnstored) return false;
+    }
+    // Repeatedly run any group whose stored region inputs are all done.
     std::vector<bool> done(g.values().size(), false), ran(chosen.size(), false);
     for (size_t ran_count = 0; ran_count < chosen.size();) {
       bool progress = false;
@@ -51,21 +78,29 @@ std::vector<double> BruteForceCosts(const Graph& g, const std::vector<ValueId>& 
   };
   std::function<void(double)> recurse = [&](double cost) {
     auto first_free =
-        std::find_if(nodes.begin(), nodes.end(), [&](ValueId v) { return owner[v] < 0; });
+        std::find_if(nodes.begin(), nodes.end(), [&](ValueId v) { return owner[v] == kFree; });
     if (first_free == nodes.end()) {
-      if (cost < std::numeric_limits<double>::infinity() && acyclic()) costs.push_back(cost);
+      if (cost < std::numeric_limits<double>::infinity() && consistent()) costs.push_back(cost);
       return;
     }
+    if (private_node[*first_free]) {
+      owner[*first_free] = kUnstored;
+      recurse(cost);
+      owner[*first_free] = kFree;
+    }
     for (size_t c = 0; c < cands.size(); ++c) {
+      if (!holds(c, *first_free) || recomputes(c, *first_free)) continue;
       const auto& group = cands[c].nodes;
-      if (std::find(group.begin(), group.end(), *first_free) == group.end()) continue;
-      if (std::any_of(group.begin(), group.end(), [&](ValueId v) { return owner[v] >= 0; }))
+      if (std::any_of(group.begin(), group.end(),
+                      [&](ValueId v) { return !recomputes(c, v) && owner[v] != kFree; }))
         continue;
-      for (ValueId v : group) owner[v] = static_cast<int>(chosen.size());
+      for (ValueId v : group)
+        if (!recomputes(c, v)) owner[v] = static_cast<int>(chosen.size());
       chosen.push_back(c);
       recurse(cost + cands[c].cost);
       chosen.pop_back();
-      for (ValueId v : group) owner[v] = -1;
+      for (ValueId v : group)
+        if (!recomputes(c, v)) owner[v] = kFree;
     }
   };
   recurse(0.0);
@@ -73,31 +108,38 @@ std::vector<double> BruteForceCosts(const Graph& g, const std::vector<ValueId>& 
   return costs;
 }
 
-// Checks that `p` covers every node once in an order that respects dependencies, at its cost.
+// Checks that `p` stores every node once (or recomputes it in every group that reads it) in an
+// order that respects dependencies, at its cost.
 void ExpectValidCover(const Graph& g, const std::vector<ValueId>& nodes,
                       const std::vector<CostedGroup>& cands, const Partition& p, uint64_t seed) {
-  std::vector<bool> done(g.values().size(), false);
+  std::vector<bool> done(g.values().size(), false), held(g.values().size(), false);
   for (ValueId v : g.params()) done[v] = true;
   for (size_t v = 0; v < g.values().size(); ++v)
     if (g.values()[v].kind == ValueKind::kConst) done[v] = true;
   double summed = 0.0;
   for (size_t idx : p.groups) {
-    for (ValueId v : cands[idx].nodes)
+    const CostedGroup& c = cands[idx];
+    auto has = [](const std::vector<ValueId>& list, ValueId v) {
+      return std::count(list.begin(), list.end(), v) > 0;
+    };
+    for (ValueId v : c.nodes)
       for (ValueId in : g.value(v).inputs)
-        EXPECT_TRUE(done[in] || std::count(cands[idx].nodes.begin(), cands[idx].nodes.end(), in))
-            << "seed " << seed << ": group reads a value not yet computed";
-    for (ValueId v : cands[idx].nodes) {
-      EXPECT_FALSE(done[v]) << "node covered twice";
+        EXPECT_TRUE(done[in] || has(c.nodes, in))
+            << "seed " << seed << ": group reads a value not yet stored";
+    for (ValueId v : c.nodes) {
+      held[v] = true;
+      if (has(c.recompute, v)) continue;
+      EXPECT_FALSE(done[v]) << "node stored twice";
       done[v] = true;
     }
-    summed += cands[idx].cost;
+    summed += c.cost;
   }
-  for (ValueId v : nodes) EXPECT_TRUE(done[v]) << "node left uncovered";
+  for (ValueId v : nodes) EXPECT_TRUE(held[v]) << "node left uncovered";
   EXPECT_NEAR(summed, p.cost, 1e-9);
 }
 
 TEST(PartitionSearch, BestAndRunnerUpMatchBruteForceOnRandomDagsWithRandomCosts) {
-  int compared = 0, with_runner_up = 0;
+  int compared = 0, with_runner_up = 0, recomputing = 0, recomputed_in_best = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     Graph g = testing::RandomDag(seed, 4 + static_cast<int>(seed % 6), seed % 2 == 0);
     SearchOptions options;
@@ -109,7 +151,8 @@ TEST(PartitionSearch, BestAndRunnerUpMatchBruteForceOnRandomDagsWithRandomCosts)
       double cost = rng() % 7 == 0 && group.nodes.size() > 1
                         ? std::numeric_limits<double>::infinity()
                         : 1.0 + static_cast<double>(rng() % 1000) / 10.0;
-      cands.push_back({group.nodes, cost});
+      cands.push_back({group.nodes, cost, group.recompute});
+      recomputing += !group.recompute.empty();
     }
     const auto nodes = OpNodes(g);
     const RankedPartitions ranked = FindBestPartitions(g, nodes, cands);
@@ -118,6 +161,7 @@ TEST(PartitionSearch, BestAndRunnerUpMatchBruteForceOnRandomDagsWithRandomCosts)
     ASSERT_TRUE(p.found()) << "seed " << seed;
     EXPECT_NEAR(p.cost, brute[0], 1e-9) << "seed " << seed;
     ExpectValidCover(g, nodes, cands, p, seed);
+    for (size_t idx : p.groups) recomputed_in_best += !cands[idx].recompute.empty();
     EXPECT_EQ(FindBestPartition(g, nodes, cands).groups, p.groups) << "the same best either way";
     // The runner-up: the cheapest cover whose set of groups differs from the best's.
     ASSERT_EQ(ranked.runner_up.found(), brute.size() > 1) << "seed " << seed;
@@ -134,6 +178,57 @@ TEST(PartitionSearch, BestAndRunnerUpMatchBruteForceOnRandomDagsWithRandomCosts)
   }
   EXPECT_EQ(compared, 40);
   EXPECT_GT(with_runner_up, 30);
+  // The random DAGs hold cheap ops read twice, so the space holds recomputing groups, and with
+  // random costs some best covers use them.
+  EXPECT_GT(recomputing, 40);
+  EXPECT_GT(recomputed_in_best, 3);
+}
+
+// A decomposed softmax: exp(x - max) read by the sum and by the division.
+struct Softmax {
+  Graph g;
+  ValueId mx, sub, e, sum, div;
+};
+Softmax DecomposedSoftmax() {
+  GraphBuilder b;
+  ValueId x = b.AddParam("x", TensorType{DType::kFloat32, {4, 8}});
+  const Attrs row = Attrs({{"axis", IntList{1}}, {"keepdims", true}});
+  Softmax s;
+  s.mx = b.AddNode("max", {x}, row);
+  s.sub = b.AddNode("subtract", {x, s.mx}, {});
+  s.e = b.AddNode("exp", {s.sub}, {});
+  s.sum = b.AddNode("sum", {s.e}, row);
+  s.div = b.AddNode("divide", {s.e, s.sum}, {});
+  b.SetOutputs({s.div}, false);
+  s.g = std::move(b).Build();
+  return s;
+}
+
+TEST(PartitionSearch, RecomputesOnlyWhenEveryReaderDoes) {
+  const Softmax s = DecomposedSoftmax();
+  const std::vector<ValueId> region{s.sub, s.e, s.sum, s.div};
+  const std::vector<CostedGroup> stored{{{s.sub, s.e}, 2.0}, {{s.sum}, 1.0}, {{s.div}, 1.0}};
+  const CostedGroup sum_recomputing{{s.sub, s.e, s.sum}, 1.5, {s.sub, s.e}};
+  const CostedGroup div_recomputing{{s.sub, s.e, s.div}, 1.5, {s.sub, s.e}};
+  auto with = [&](std::vector<CostedGroup> more) {
+    std::vector<CostedGroup> all = stored;
+    all.insert(all.end(), more.begin(), more.end());
+    return FindBestPartition(s.g, region, all);
+  };
+  // Both readers recompute: 3.0 beats storing it (4.0); the exponent is in no group's stores.
+  const Partition both = with({sum_recomputing, div_recomputing});
+  EXPECT_DOUBLE_EQ(both.cost, 3.0);
+  EXPECT_EQ(both.groups, (std::vector<size_t>{3, 4}));
+  // Only the sum can recompute it: the division reads it from memory, so someone must store it,
+  // and the sum's recomputing group cannot be used.
+  const Partition one = with({sum_recomputing});
+  EXPECT_DOUBLE_EQ(one.cost, 4.0);
+  EXPECT_EQ(one.groups, (std::vector<size_t>{0, 1, 2}));
+  // A node read outside the region is never left unstored.
+  EXPECT_DOUBLE_EQ(FindBestPartition(s.g, {s.sub, s.e, s.sum},
+                                     {{{s.sub, s.e}, 2.0}, {{s.sum}, 1.0}, sum_recomputing})
+                       .cost,
+                   3.0);
 }
 
 TEST(PartitionSearch, PrefersFusedGroupOnlyWhenCheaper) {

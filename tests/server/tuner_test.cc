@@ -630,5 +630,71 @@ TEST_F(TunerTest, AFoldedNormPlanIsStoredAndServedAndNoNormFoldAvoidsIt) {
                                        [](const FusedGroup& g) { return g.norm >= 0; });
 }
 
+TEST_F(TunerTest, ARecomputingPlanIsStoredAndServedAndNoRecomputeAvoidsIt) {
+  // A layer norm written op by op: x - mean is read by the square and by the division. Under the
+  // bytes model recomputing it in both kernels (never writing it) beats storing it once.
+  const Graph g = ParseRelay(
+      R"(fn (%x: Tensor[(64, 96), float32], %g: Tensor[(96), float32], %b: Tensor[(96), float32]) {
+  %0 = mean(%x, axis=[1], keepdims=True);
+  %1 = subtract(%x, %0);
+  %2 = multiply(%1, %1);
+  %3 = mean(%2, axis=[1], keepdims=True);
+  %4 = add(%3, 1e-05f);
+  %5 = sqrt(%4);
+  %6 = divide(%1, %5);
+  %7 = multiply(%6, %g);
+  add(%7, %b)
+})",
+      "layer_norm_ops.relay");
+  const ValueId sub = *g.FindByName("1");
+  auto recomputed = [](const std::vector<RegionReport>& regions) {
+    std::vector<PlanGroup> all;
+    for (const RegionReport& r : regions) all.insert(all.end(), r.plan.begin(), r.plan.end());
+    std::vector<ValueId> out;
+    for (const std::vector<ValueId>& nodes : RecomputedNodes(all))
+      out.insert(out.end(), nodes.begin(), nodes.end());
+    return out;
+  };
+  std::vector<RegionReport> stored;
+  {
+    db::Database database(path_.string());
+    db::Cache store(database);
+    ModelBackend backend;
+    TuneReport r = Tune(g, {}, store, backend);
+    EXPECT_EQ(recomputed(r.regions), (std::vector<ValueId>{sub, sub})) << "in both of its readers";
+    bool named = false;
+    for (const RegionReport& region : r.regions)
+      for (const PlanChange& c : region.changes) named |= c.fusion == "recomputes %1";
+    EXPECT_TRUE(named);
+    stored = r.regions;
+  }
+  db::Database database(path_.string());
+  db::Cache store(database);
+  ModelBackend backend;
+  TuneReport again = Tune(g, {}, store, backend);
+  EXPECT_EQ(backend.jobs_run, 0);
+  ASSERT_EQ(again.regions.size(), stored.size());
+  for (size_t i = 0; i < stored.size(); ++i) {
+    EXPECT_TRUE(again.regions[i].cached);
+    ASSERT_EQ(again.regions[i].plan.size(), stored[i].plan.size());
+    for (size_t gi = 0; gi < stored[i].plan.size(); ++gi)
+      EXPECT_EQ(again.regions[i].plan[gi].nodes, stored[i].plan[gi].nodes);
+  }
+  std::vector<PlanGroup> whole;
+  for (const RegionReport& r : again.regions)
+    whole.insert(whole.end(), r.plan.begin(), r.plan.end());
+  ValidatePlan(g, Plan{"tuned", whole});
+
+  TuneOptions off;
+  off.search.recompute = false;
+  TuneReport apart = Tune(g, off, store, backend);
+  EXPECT_TRUE(recomputed(apart.regions).empty());
+  for (const RegionReport& region : apart.regions)  // the stored plan that recomputes is not served
+    if (region.nodes.size() > 1) EXPECT_FALSE(region.cached);
+  TuneReport after = Tune(g, {}, store, backend);
+  for (const RegionReport& region : after.regions) EXPECT_TRUE(region.cached);
+  EXPECT_EQ(recomputed(after.regions), (std::vector<ValueId>{sub, sub}));
+}
+
 }  // namespace
 }  // namespace fusetune
