@@ -1,6 +1,7 @@
 #include "ir/fusion.h"
 
 #include "ir/attention_pattern.h"
+#include "ir/scalar_expr.h"
 
 #include <algorithm>
 #include <array>
@@ -18,6 +19,18 @@ bool IsAnchorKind(OpKind k) {
 bool IsInlinable(const OpDef& op) {
   return (op.kind == OpKind::kElementwise || op.kind == OpKind::kInjective) &&
          op.pattern <= OpPattern::kInjective;
+}
+
+// Data movement (reshape, transpose, broadcast) or arithmetic without division, roots or
+// transcendentals (ir/scalar_expr.h).
+bool CheapToRecompute(const Graph& g, ValueId v) {
+  const Value& value = g.value(v);
+  const OpDef& op = *value.op;
+  if (op.kind == OpKind::kInjective) return true;
+  if (!op.scalar) return false;
+  std::vector<TensorType> in_types;
+  for (ValueId in : value.inputs) in_types.push_back(g.value(in).type);
+  return IsCheapToRecompute(op.scalar(in_types, value.type, value.attrs));
 }
 
 GroupTemplate TemplateFor(OpKind k) {
@@ -371,6 +384,8 @@ std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& g,
                                                         std::span<const ValueId> nodes_in) {
   std::vector<ValueId> nodes(nodes_in.begin(), nodes_in.end());
   std::sort(nodes.begin(), nodes.end());
+  auto is_matmul = [&](ValueId v) { return g.value(v).op->kind == OpKind::kMatmul; };
+  if (std::any_of(nodes.begin(), nodes.end(), is_matmul)) return std::nullopt;
   const std::unordered_set<ValueId> in_group(nodes.begin(), nodes.end());
   const std::unordered_set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
   std::vector<std::vector<ValueId>> users(g.values().size());
@@ -384,16 +399,18 @@ std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& g,
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const ValueId v = *it;
     if (!IsInlinable(*g.value(v).op) || graph_outputs.count(v)) continue;
-    bool outside = false, inside = false, read_by_recomputed = false;
+    if (!CheapToRecompute(g, v)) continue;
+    bool outside = false, inside = false, read_by_recomputed = false, read_by_matmul = false;
     for (ValueId u : users[v]) {
       if (!in_group.count(u)) {
         outside = true;
+        read_by_matmul |= is_matmul(u);
       } else {
         inside = true;
         read_by_recomputed |= recomputed.count(u) > 0;
       }
     }
-    if (!inside) continue;
+    if (!inside || read_by_matmul) continue;
     if (outside || read_by_recomputed) recomputed.insert(v);
     read_outside_any |= outside;
   }

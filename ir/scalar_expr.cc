@@ -255,6 +255,28 @@ int CountScalarFlops(const ScalarExpr& e) {
   return own;
 }
 
+bool IsCheapToRecompute(const ScalarExpr& e) {
+  switch (e->op) {
+    case ScalarOp::kExp:
+    case ScalarOp::kFastExp:
+    case ScalarOp::kLog:
+    case ScalarOp::kSqrt:
+    case ScalarOp::kRsqrt:
+    case ScalarOp::kTanh:
+    case ScalarOp::kFastTanh:
+    case ScalarOp::kSigmoid:
+    case ScalarOp::kErf:
+    case ScalarOp::kDiv:
+    case ScalarOp::kPow:
+      return false;
+    default:
+      break;
+  }
+  for (const auto& o : e->operands)
+    if (!IsCheapToRecompute(o)) return false;
+  return true;
+}
+
 const char* ScalarOpName(ScalarOp op) {
   switch (op) {
     case ScalarOp::kConst:

@@ -81,6 +81,11 @@ void EvalScalarRow(const ScalarExpr& e, std::span<const double* const> args, int
 // Flops of one evaluation, counting transcendental functions as one each.
 int CountScalarFlops(const ScalarExpr& e);
 
+// Whether `e` uses only operations a vector unit does in one instruction: no division, root,
+// power or transcendental. What XLA calls not expensive: cheap enough to compute again wherever
+// the value is read.
+bool IsCheapToRecompute(const ScalarExpr& e);
+
 const char* ScalarOpName(ScalarOp op);
 
 }  // namespace fusetune

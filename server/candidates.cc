@@ -20,8 +20,8 @@
 // offered again with the norm.
 //
 // Recomputation (ir/fusion.h): every set the walk produces with a cheap member that is read
-// outside it is offered a second time, with those members (and what only they read) recomputed
-// instead of stored: exp(x - max) inside both the softmax's sum and its division.
+// outside it is offered a second time, with those members (and the cheap ones they read)
+// recomputed instead of stored: x - mean inside both a layer norm's variance and its division.
 //
 // Attention groups (ir/attention_pattern.h) hold three anchors, so the walk never grows them
 // either. For each chain batch_matmul -> scale/mask -> softmax -> batch_matmul the core is offered
