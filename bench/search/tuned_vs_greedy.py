@@ -32,6 +32,8 @@ DEFAULT_CASES = [
     "examples/bmm_where_s256.relay",
     "examples/bmm_where_s512.relay",
     "examples/sub_exp_100x120x120.relay",
+    "examples/softmax_decomposed.relay",
+    "examples/layer_norm_ops.relay",
     "examples/gpt2_mlp.relay",
     "examples/qkv_attention.relay",
     "examples/bert_layer_dyn.relay@x.0=64",
@@ -39,6 +41,7 @@ DEFAULT_CASES = [
     "examples/bert_layer_dyn.relay@x.0=256",
     "examples/bert_layer_dyn.relay@x.0=384",
     "examples/bert_layer_dyn.relay@x.0=512",
+    "examples/bert_layer_ops_dyn.relay@x.0=128",
 ]
 
 
