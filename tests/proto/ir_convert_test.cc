@@ -393,5 +393,30 @@ TEST(PlanProto, AnAttentionGroupRoundTrips) {
   EXPECT_EQ(back.groups[0].schedule, plan.groups[0].schedule);
 }
 
+TEST(PlanProto, ARecomputingPlanRoundTrips) {
+  // x - mean in both groups that read it (ir/plan.h): each recomputes it, none stores it.
+  Graph g = Parse(R"(fn (%x: Tensor[(4, 8), float32]) {
+    %0 = mean(%x, axis=[-1], keepdims=True);
+    %1 = subtract(%x, %0);
+    %2 = multiply(%1, %1);
+    %3 = mean(%2, axis=[-1], keepdims=True);
+    divide(%1, %3)
+  })");
+  auto id = [&](const char* n) { return *g.FindByName(n); };
+  Plan plan{"tuned",
+            {{{id("0")}, {}},
+             {{id("1"), id("2"), id("3")}, Schedule::Parse("vector=8")},
+             {{id("1"), id("4")}, {}}}};
+  Plan back = PlanFromProto(g, PlanToProto(g, plan));  // ValidatePlan inside
+  ASSERT_EQ(back.groups.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(back.groups[i].nodes, plan.groups[i].nodes);
+  EXPECT_EQ(RecomputedNodes(back.groups)[2], std::vector<ValueId>{id("1")});
+  // Without the division's copy, the division reads a value no group stores.
+  v1::Plan bad = PlanToProto(g, plan);
+  bad.mutable_groups(2)->clear_nodes();
+  bad.mutable_groups(2)->add_nodes("%4");
+  EXPECT_THROW(PlanFromProto(g, bad), UserError);
+}
+
 }  // namespace
 }  // namespace fusetune
