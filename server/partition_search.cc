@@ -112,24 +112,21 @@ RankedPartitions FindBestPartitions(const Graph& graph, const std::vector<ValueI
   };
   std::vector<Move> moves;
   uint64_t recomputable = 0;
+  bool inside = true;
+  auto mask_of = [&](const std::vector<ValueId>& nodes) {
+    uint64_t mask = 0;
+    for (ValueId v : nodes) {
+      const int b = bit(v);
+      inside &= b >= 0;
+      if (b >= 0) mask |= uint64_t{1} << b;
+    }
+    return mask;
+  };
   for (size_t c = 0; c < candidates.size(); ++c) {
     if (!(candidates[c].cost < std::numeric_limits<double>::infinity())) continue;
-    uint64_t held = 0, virt = 0, needs = 0;
-    bool inside = true;
-    for (ValueId v : candidates[c].nodes) {
-      int b = bit(v);
-      if (b < 0)
-        inside = false;
-      else
-        held |= uint64_t{1} << b;
-    }
-    for (ValueId v : candidates[c].recompute) {
-      int b = bit(v);
-      if (b < 0)
-        inside = false;
-      else
-        virt |= uint64_t{1} << b;
-    }
+    inside = true;
+    const uint64_t held = mask_of(candidates[c].nodes), virt = mask_of(candidates[c].recompute);
+    uint64_t needs = 0;
     if (!inside || (virt & ~private_nodes)) continue;
     recomputable |= virt;
     for (size_t i = 0; i < n; ++i)

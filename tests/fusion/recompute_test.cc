@@ -6,30 +6,13 @@
 #include "ir/fusion.h"
 #include "ir/plan.h"
 #include "ir/plan_changes.h"
+#include "tests/fusion/softmax_ops.h"
 
 namespace fusetune {
 namespace {
 
-// exp(x - max) read by the sum and by the division.
-struct Softmax {
-  Graph g;
-  ValueId mx, sub, e, sum, div;
-};
-
-Softmax DecomposedSoftmax() {
-  GraphBuilder b;
-  ValueId x = b.AddParam("x", TensorType{DType::kFloat32, {4, 8}});
-  const Attrs row = Attrs({{"axis", IntList{1}}, {"keepdims", true}});
-  Softmax s;
-  s.mx = b.AddNode("max", {x}, row);              // %0
-  s.sub = b.AddNode("subtract", {x, s.mx}, {});   // %1
-  s.e = b.AddNode("exp", {s.sub}, {});            // %2
-  s.sum = b.AddNode("sum", {s.e}, row);           // %3
-  s.div = b.AddNode("divide", {s.e, s.sum}, {});  // %4
-  b.SetOutputs({s.div}, false);
-  s.g = std::move(b).Build();
-  return s;
-}
+using testing::DecomposedSoftmax;
+using testing::Softmax;
 
 std::string WhyNot(const Graph& g, std::vector<ValueId> nodes, std::vector<ValueId> recompute) {
   std::string why;

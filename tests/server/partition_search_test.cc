@@ -9,6 +9,7 @@
 
 #include "ir/fusion.h"
 #include "server/candidates.h"
+#include "tests/fusion/softmax_ops.h"
 #include "tests/server/random_graphs.h"
 
 namespace fusetune {
@@ -184,28 +185,8 @@ TEST(PartitionSearch, BestAndRunnerUpMatchBruteForceOnRandomDagsWithRandomCosts)
   EXPECT_GT(recomputed_in_best, 3);
 }
 
-// A decomposed softmax: exp(x - max) read by the sum and by the division.
-struct Softmax {
-  Graph g;
-  ValueId mx, sub, e, sum, div;
-};
-Softmax DecomposedSoftmax() {
-  GraphBuilder b;
-  ValueId x = b.AddParam("x", TensorType{DType::kFloat32, {4, 8}});
-  const Attrs row = Attrs({{"axis", IntList{1}}, {"keepdims", true}});
-  Softmax s;
-  s.mx = b.AddNode("max", {x}, row);
-  s.sub = b.AddNode("subtract", {x, s.mx}, {});
-  s.e = b.AddNode("exp", {s.sub}, {});
-  s.sum = b.AddNode("sum", {s.e}, row);
-  s.div = b.AddNode("divide", {s.e, s.sum}, {});
-  b.SetOutputs({s.div}, false);
-  s.g = std::move(b).Build();
-  return s;
-}
-
 TEST(PartitionSearch, RecomputesOnlyWhenEveryReaderDoes) {
-  const Softmax s = DecomposedSoftmax();
+  const testing::Softmax s = testing::DecomposedSoftmax();
   const std::vector<ValueId> region{s.sub, s.e, s.sum, s.div};
   const std::vector<CostedGroup> stored{{{s.sub, s.e}, 2.0}, {{s.sum}, 1.0}, {{s.div}, 1.0}};
   const CostedGroup sum_recomputing{{s.sub, s.e, s.sum}, 1.5, {s.sub, s.e}};
