@@ -35,8 +35,8 @@
 // them again. Each must be a cheap op (element-wise, broadcast or injective) that some member
 // reads, never the anchor, the sink or a graph output. Paths that leave the group from one of
 // them do not break convexity (the outside readers recompute, they do not wait for this group).
-// A decomposed softmax's exp(x - max), read by both the sum and the division, is computed twice
-// and never written. Formed only by the search.
+// A layer norm written op by op: its x - mean, read by both the variance and the division, is
+// computed in both kernels and never written. Formed only by the search.
 //
 // Attention (kAttention, ir/attention_pattern.h): batch_matmul -> element-wise steps (scale,
 // mask) -> softmax over the last axis -> batch_matmul, with inlinable producers of Q, K and V,
