@@ -19,6 +19,9 @@ void RegisterKernelCommand(CLI::App& app) {
   cmd->add_option("GRAPH", options->graph_path, "Relay text (.relay) or ONNX model (.onnx)")
       ->required();
   cmd->add_option("--group", options->group, "the group's nodes, e.g. %0,%1")->required();
+  cmd->add_option("--recompute", options->recompute,
+                  "members the group recomputes instead of storing (as in a plan that holds them "
+                  "in several groups), e.g. %0");
   cmd->add_option("--schedule", options->schedule, "schedule knobs, e.g. vector=8,parallel=0");
   cmd->add_option("--threads", options->threads, "threads the kernel is generated for")
       ->capture_default_str();

@@ -27,6 +27,7 @@ struct RunOptions {
 struct KernelOptions {
   std::string graph_path;
   std::string group;
+  std::string recompute;  // members of the group it recomputes instead of storing
   std::string schedule;
   bool print_ir = false, print_llvm = false, print_asm = false, unoptimized = false;
   int threads = 1;

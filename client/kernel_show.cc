@@ -1,4 +1,4 @@
-// `fusetune kernel GRAPH --group %0,%1 [--schedule k=v,...] [--dim NAME=SIZE]
+// `fusetune kernel GRAPH --group %0,%1 [--recompute %0] [--schedule k=v,...] [--dim NAME=SIZE]
 // [--print-ir|--print-llvm|--print-asm]`: show what the code generator makes of one fused group:
 // its template, inputs and outputs, and the kernel IR (default), the optimised LLVM IR, or the
 // target assembly. A graph with dynamic dimensions is bound with --dim, as for check/run/query.
@@ -22,7 +22,8 @@
 namespace fusetune::cli {
 namespace {
 
-std::vector<ValueId> ParseGroup(const Graph& graph, const std::string& text) {
+std::vector<ValueId> ParseGroup(const Graph& graph, const std::string& text,
+                                const char* flag = "--group") {
   std::vector<ValueId> nodes;
   std::stringstream in(text);
   std::string item;
@@ -32,10 +33,10 @@ std::vector<ValueId> ParseGroup(const Graph& graph, const std::string& text) {
     if (!item.empty() && item[0] == '%') item = item.substr(1);
     auto id = graph.FindByName(item);
     if (!id || graph.value(*id).kind != ValueKind::kNode)
-      throw UserError(fmt::format("--group: %{} is not a node of the graph", item));
+      throw UserError(fmt::format("{}: %{} is not a node of the graph", flag, item));
     nodes.push_back(*id);
   }
-  if (nodes.empty()) throw UserError("--group lists no nodes");
+  if (nodes.empty()) throw UserError(fmt::format("{} lists no nodes", flag));
   return nodes;
 }
 
@@ -44,7 +45,9 @@ std::vector<ValueId> ParseGroup(const Graph& graph, const std::string& text) {
 void ShowKernel(const KernelOptions& o) {
   Graph graph = GraphSource(o.graph_path, {}, o.params_dir).Bind(OneDimBinding(o.dims, "kernel"));
   std::string why;
-  auto group = AnalyzeGroup(graph, ParseGroup(graph, o.group), &why);
+  const std::vector<ValueId> recompute =
+      o.recompute.empty() ? std::vector<ValueId>{} : ParseGroup(graph, o.recompute, "--recompute");
+  auto group = AnalyzeGroup(graph, ParseGroup(graph, o.group), &why, recompute);
   if (!group) throw UserError("--group " + o.group + " is not lowerable: " + why);
   Schedule schedule = Schedule::Parse(o.schedule);
   runtime::SetNumThreads(o.threads);
@@ -54,10 +57,11 @@ void ShowKernel(const KernelOptions& o) {
     for (ValueId v : ids) s += (s.empty() ? "" : ", ") + RelayRef(graph, v);
     return s;
   };
-  std::cout << fmt::format("// template {}; anchor {}; inputs [{}]; outputs [{}]\n",
-                           TemplateName(group->templ),
-                           group->anchor >= 0 ? RelayRef(graph, group->anchor) : "none",
-                           names(group->inputs), names(group->outputs));
+  std::cout << fmt::format(
+      "// template {}; anchor {}; inputs [{}]; outputs [{}]{}\n", TemplateName(group->templ),
+      group->anchor >= 0 ? RelayRef(graph, group->anchor) : "none", names(group->inputs),
+      names(group->outputs),
+      recompute.empty() ? "" : "; recomputes [" + names(group->recompute) + "]");
   std::string space;
   for (const Schedule& s : ScheduleSpace(graph, *group, o.threads))
     space += (space.empty() ? "" : " | ") + (s.knobs.empty() ? "default" : s.ToString());
