@@ -380,6 +380,39 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
   return group;
 }
 
+namespace {
+
+// Whether `r`, its readers and every node on a path between them form one lowerable group: then
+// the readers can share r in one kernel, and recomputing it would only work around the search's
+// group-size limit (a GPT-2 GELU's ten ops read its input thrice).
+bool FusesWithItsReaders(const Graph& g, const std::vector<std::vector<ValueId>>& users,
+                         ValueId r) {
+  // The convex hull of r and its readers: descendants of r that are, or lead to, a reader. Node
+  // ids are topological, so nothing outside [r, last reader] is on such a path.
+  const ValueId last = *std::max_element(users[r].begin(), users[r].end());
+  std::unordered_set<ValueId> down, up(users[r].begin(), users[r].end());
+  std::vector<ValueId> stack{r};
+  while (!stack.empty()) {
+    const ValueId v = stack.back();
+    stack.pop_back();
+    for (ValueId u : users[v])
+      if (u <= last && down.insert(u).second) stack.push_back(u);
+  }
+  stack.assign(users[r].begin(), users[r].end());
+  while (!stack.empty()) {
+    const ValueId v = stack.back();
+    stack.pop_back();
+    for (ValueId in : g.value(v).inputs)
+      if (in > r && up.insert(in).second) stack.push_back(in);
+  }
+  std::vector<ValueId> hull{r};
+  for (ValueId v : down)
+    if (up.count(v)) hull.push_back(v);
+  return AnalyzeGroup(g, hull).has_value();
+}
+
+}  // namespace
+
 std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& g,
                                                         std::span<const ValueId> nodes_in) {
   std::vector<ValueId> nodes(nodes_in.begin(), nodes_in.end());
@@ -395,26 +428,27 @@ std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& g,
   // member is recomputed when it is read outside, or when a recomputed member reads it (wherever
   // that one is recomputed, it is needed too).
   std::unordered_set<ValueId> recomputed;
-  bool read_outside_any = false;
+  int read_outside = 0;
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const ValueId v = *it;
     if (!IsInlinable(*g.value(v).op) || graph_outputs.count(v)) continue;
     if (!CheapToRecompute(g, v)) continue;
-    bool outside = false, inside = false, read_by_recomputed = false, read_by_matmul = false;
+    bool outside = false, inside = false, read_by_recomputed = false, read_by_anchor = false;
     for (ValueId u : users[v]) {
       if (!in_group.count(u)) {
         outside = true;
-        read_by_matmul |= is_matmul(u);
+        read_by_anchor |= IsAnchorKind(g.value(u).op->kind);
       } else {
         inside = true;
         read_by_recomputed |= recomputed.count(u) > 0;
       }
     }
-    if (!inside || read_by_matmul) continue;
+    if (!inside || read_by_anchor) continue;
+    if (outside && FusesWithItsReaders(g, users, v)) continue;
     if (outside || read_by_recomputed) recomputed.insert(v);
-    read_outside_any |= outside;
+    read_outside += outside ? 1 : 0;
   }
-  if (!read_outside_any) return std::nullopt;
+  if (read_outside != 1) return std::nullopt;
   std::vector<ValueId> out(recomputed.begin(), recomputed.end());
   std::sort(out.begin(), out.end());
   return out;

@@ -93,14 +93,19 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& graph, std::span<const Value
                                        std::string* why_not = nullptr,
                                        std::span<const ValueId> recompute = {});
 
-// The variant of a group that recomputes, instead of storing, every cheap member read outside it
-// (and the cheap members those read), or nullopt when it has none: the candidate the search offers
-// beside the group itself. Cheap: data movement, or arithmetic without division, roots, powers or
+// The variant of a group that recomputes, instead of storing, its cheap member read outside it
+// (and the cheap members that one reads), or nullopt when it has none or several: the candidate
+// the search offers beside the group itself. One value per variant: sets holding several (a
+// residual stream's chain of adds, each read by a norm) multiplied the variants for plans
+// nothing picked. Cheap: data movement, or arithmetic without division, roots, powers or
 // transcendentals (XLA duplicates only such producers): recomputing exp(x - max) in a softmax's
 // sum and division measured a tie, x - mean in a layer norm's two reductions 1.3-1.6x. Never
-// into a matmul, nor a member a matmul reads: a matmul's prologue runs once per packed block,
-// again for every block of the other operand (and such variants tripled a BERT layer's
-// measurements for nothing the search chose).
+// into a matmul (its prologue runs once per packed block, again for every block of the other
+// operand), nor a member an anchor outside reads directly (a matmul, a reduction, a norm: such
+// variants tripled a BERT layer's measurements, and joined a GPT-2 stack's residual stream into
+// regions twice as slow to validate, for nothing the search chose). Nor a member that one group
+// can share with all its readers: there fusing them is the answer, and recomputing would only work
+// around the search's group-size limit (a GPT-2 GELU's ten ops).
 std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& graph,
                                                         std::span<const ValueId> nodes);
 

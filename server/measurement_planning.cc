@@ -42,7 +42,11 @@ GroupWork NewGroup(const Graph& g, const FusedGroup& group, std::string signatur
     return false;
   };
   if (searched || stored()) space = ranker.Rank(g, group, std::move(space));
-  size_t first = std::min(space.size(), static_cast<size_t>(std::max(1, o.schedules_per_group)));
+  // A group that recomputes is a variant of one that stores (candidates.h): its default alone
+  // first, the schedule search adds more if it is among a region's heaviest. The variants
+  // otherwise doubled a GPT-2 stack's measurements.
+  const int planned = group.recompute.empty() ? std::max(1, o.schedules_per_group) : 1;
+  size_t first = std::min(space.size(), static_cast<size_t>(planned));
   // The default's twin that packs constant weights once is always measured: its duel
   // (server/schedule_duels.h) keeps it unless the default wins, which needs its figure. The ranker
   // may put another tile on wpack first, 1-2% apart from it on BERT's denses.

@@ -463,6 +463,10 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
       if (ways[i].plans[slot]) w.plans[slot] = rs.sub.PlanToOriginal(*ways[i].plans[slot]);
       w.max_abs_errors[slot] = res.max_abs_error[slot];
     }
+    spdlog::debug(
+        "region {}: max |error| vs reference: tuned {:.2g}, greedy {:.2g}, unfused {:.2g}",
+        tr.signature, res.max_abs_error[kTuned], res.max_abs_error[kGreedy],
+        res.max_abs_error[kUnfused]);
     w.decision =
         ways[i].order == &kIncumbentFirst
             ? "schedules that won their duels, kept unless a baseline wins: " + res.decision

@@ -78,6 +78,34 @@ TEST(Recompute, TheSearchOffersToRecomputeOnlyCheapMembersAndNeverIntoAMatmul) {
   EXPECT_FALSE(RecomputableMembers(s.g, std::vector<ValueId>{s.sub, s.e, s.sum}));
 }
 
+TEST(Recompute, NotOfferedWhereTheReadersCouldShareItOrAnAnchorReadsItOrForSeveralValues) {
+  GraphBuilder b;
+  const TensorType t{DType::kFloat32, {4, 8}};
+  const ValueId x = b.AddParam("x", t), y = b.AddParam("y", t);
+  // h read thrice along one chain, as a GELU reads its input: one group can hold h and every
+  // reader, so no variant recomputes it.
+  const ValueId h = b.AddNode("add", {x, y}, {});
+  const ValueId sq = b.AddNode("multiply", {h, h}, {});
+  const ValueId cube = b.AddNode("multiply", {sq, h}, {});
+  const ValueId gelu = b.AddNode("add", {cube, h}, {});
+  // a read by a reduction: never recomputed.
+  const ValueId a = b.AddNode("add", {gelu, y}, {});
+  const ValueId s = b.AddNode("sum", {a}, Attrs({{"axis", IntList{1}}, {"keepdims", true}}));
+  const ValueId n = b.AddNode("negative", {a}, {});
+  // c1 and c2 each read outside the chain {c1, c2, c3}: two values, no variant.
+  const ValueId c1 = b.AddNode("add", {n, s}, {});
+  const ValueId c2 = b.AddNode("add", {c1, y}, {});
+  const ValueId c3 = b.AddNode("add", {c2, y}, {});
+  const ValueId o1 = b.AddNode("abs", {c1}, {});
+  const ValueId o2 = b.AddNode("abs", {c2}, {});
+  b.SetOutputs({c3, o1, o2}, true);
+  const Graph g = std::move(b).Build();
+  EXPECT_FALSE(RecomputableMembers(g, std::vector<ValueId>{h, sq}));
+  EXPECT_FALSE(RecomputableMembers(g, std::vector<ValueId>{a, n}));
+  EXPECT_FALSE(RecomputableMembers(g, std::vector<ValueId>{c1, c2, c3}));
+  EXPECT_EQ(RecomputableMembers(g, std::vector<ValueId>{c1, c2}), std::vector<ValueId>{c1});
+}
+
 TEST(Recompute, APlanHoldsARecomputedNodeInEveryGroupThatReadsIt) {
   const Softmax s = DecomposedSoftmax();
   const Plan plan = PlanFromJson(s.g, R"({"groups":[["%0"],["%1","%2","%3"],["%1","%2","%4"]]})",
