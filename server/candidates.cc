@@ -19,9 +19,10 @@
 // them too: each matmul group the walk found whose A is a layer norm read by nothing else is
 // offered again with the norm.
 //
-// Recomputation (ir/fusion.h): every set the walk produces with a cheap member that is read
-// outside it is offered a second time, with those members (and the cheap ones they read)
-// recomputed instead of stored: x - mean inside both a layer norm's variance and its division.
+// Recomputation (ir/fusion.h): a set the walk produces whose one cheap member is read outside it
+// is offered a second time with that member (and the cheap ones it reads) recomputed instead of
+// stored, under RecomputableMembers' rules: x - mean inside both a layer norm's variance and its
+// division.
 //
 // Attention groups (ir/attention_pattern.h) hold three anchors, so the walk never grows them
 // either. For each chain batch_matmul -> scale/mask -> softmax -> batch_matmul the core is offered
