@@ -12,11 +12,10 @@
 namespace fusetune {
 namespace {
 
+using testing::kFast;
 using testing::RunFusetune;
 using testing::TempDb;
 using testing::WriteTempFile;
-
-const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
 
 // Sizes that are not multiples of 16 or of the key block.
 const char* kAttention =

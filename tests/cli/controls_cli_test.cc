@@ -16,10 +16,9 @@ namespace fusetune {
 namespace {
 
 using nlohmann::json;
+using testing::kFast;
 using testing::RunFusetune;
 using testing::TempDb;
-
-const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
 
 std::string SmallSeed() {
   auto path = std::filesystem::temp_directory_path() /

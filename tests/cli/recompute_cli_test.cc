@@ -13,11 +13,10 @@
 namespace fusetune {
 namespace {
 
+using testing::kFast;
 using testing::RunFusetune;
 using testing::TempDb;
 using testing::WriteTempFile;
-
-const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
 
 // A layer norm written op by op, at sizes that are not multiples of 16.
 const char* kLayerNorm =

@@ -12,6 +12,9 @@
 
 namespace fusetune::testing {
 
+// Timing flags for tunes whose figures a test does not judge: as few repeats as a job allows.
+inline const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
+
 struct CommandResult {
   int exit_code = -1;
   std::string out, err;

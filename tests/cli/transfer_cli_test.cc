@@ -11,11 +11,11 @@
 namespace fusetune {
 namespace {
 
+using testing::kFast;
 using testing::RunFusetune;
 using testing::TempDb;
 
 const std::string kDynSeed = std::string(FUSETUNE_SOURCE_DIR) + "/examples/bmm_where_dyn.relay";
-const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
 
 int StoredPlans(const TempDb& db) {
   auto dump = RunFusetune("cache export --db " + db.path());
