@@ -385,20 +385,20 @@ namespace {
 // Whether `r`, its readers and every node on a path between them form one lowerable group: then
 // the readers can share r in one kernel, and recomputing it would only work around the search's
 // group-size limit (a GPT-2 GELU's ten ops read its input thrice).
-bool FusesWithItsReaders(const Graph& g, const std::vector<std::vector<ValueId>>& users,
-                         ValueId r) {
+bool FusesWithItsReaders(const Graph& g, ValueId r) {
   // The convex hull of r and its readers: descendants of r that are, or lead to, a reader. Node
   // ids are topological, so nothing outside [r, last reader] is on such a path.
-  const ValueId last = *std::max_element(users[r].begin(), users[r].end());
-  std::unordered_set<ValueId> down, up(users[r].begin(), users[r].end());
+  const std::vector<ValueId>& readers = g.Users(r);
+  const ValueId last = *std::max_element(readers.begin(), readers.end());
+  std::unordered_set<ValueId> down, up(readers.begin(), readers.end());
   std::vector<ValueId> stack{r};
   while (!stack.empty()) {
     const ValueId v = stack.back();
     stack.pop_back();
-    for (ValueId u : users[v])
+    for (ValueId u : g.Users(v))
       if (u <= last && down.insert(u).second) stack.push_back(u);
   }
-  stack.assign(users[r].begin(), users[r].end());
+  stack.assign(readers.begin(), readers.end());
   while (!stack.empty()) {
     const ValueId v = stack.back();
     stack.pop_back();
@@ -421,9 +421,6 @@ std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& g,
   if (std::any_of(nodes.begin(), nodes.end(), is_matmul)) return std::nullopt;
   const std::unordered_set<ValueId> in_group(nodes.begin(), nodes.end());
   const std::unordered_set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
-  std::vector<std::vector<ValueId>> users(g.values().size());
-  for (size_t v = 0; v < g.values().size(); ++v)
-    for (ValueId in : g.values()[v].inputs) users[in].push_back(static_cast<ValueId>(v));
   // Consumers come after their producers, so walking backwards sees a member's readers first: a
   // member is recomputed when it is read outside, or when a recomputed member reads it (wherever
   // that one is recomputed, it is needed too).
@@ -434,7 +431,7 @@ std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& g,
     if (!IsInlinable(*g.value(v).op) || graph_outputs.count(v)) continue;
     if (!CheapToRecompute(g, v)) continue;
     bool outside = false, inside = false, read_by_recomputed = false, read_by_anchor = false;
-    for (ValueId u : users[v]) {
+    for (ValueId u : g.Users(v)) {
       if (!in_group.count(u)) {
         outside = true;
         read_by_anchor |= IsAnchorKind(g.value(u).op->kind);
@@ -444,7 +441,7 @@ std::optional<std::vector<ValueId>> RecomputableMembers(const Graph& g,
       }
     }
     if (!inside || read_by_anchor) continue;
-    if (outside && FusesWithItsReaders(g, users, v)) continue;
+    if (outside && FusesWithItsReaders(g, v)) continue;
     if (outside || read_by_recomputed) recomputed.insert(v);
     read_outside += outside ? 1 : 0;
   }

@@ -28,6 +28,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
 #include "ir/error.h"
@@ -92,13 +93,14 @@ RankedPartitions FindBestPartitions(const Graph& graph, const std::vector<ValueI
     for (ValueId in : graph.value(region[i]).inputs)
       if (int b = bit(in); b >= 0) preds[i] |= uint64_t{1} << b;
   // Nodes that may go unstored: nothing outside the region reads them.
-  uint64_t private_nodes = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  uint64_t private_nodes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const std::vector<ValueId>& readers = graph.Users(region[i]);
+    if (std::all_of(readers.begin(), readers.end(), [&](ValueId u) { return bit(u) >= 0; }))
+      private_nodes |= uint64_t{1} << i;
+  }
   for (ValueId o : graph.outputs())
     if (int b = bit(o); b >= 0) private_nodes &= ~(uint64_t{1} << b);
-  for (size_t v = 0; v < graph.values().size(); ++v)
-    if (bit(static_cast<ValueId>(v)) < 0)
-      for (ValueId in : graph.values()[v].inputs)
-        if (int b = bit(in); b >= 0) private_nodes &= ~(uint64_t{1} << b);
 
   // A move stores `mask`, reads `needs` from memory (stored earlier) and recomputes `virt`
   // (unstored: some earlier move declared it so). Declaring node i unstored is a move of its
@@ -112,22 +114,23 @@ RankedPartitions FindBestPartitions(const Graph& graph, const std::vector<ValueI
   };
   std::vector<Move> moves;
   uint64_t recomputable = 0;
-  bool inside = true;
-  auto mask_of = [&](const std::vector<ValueId>& nodes) {
+  // The nodes' bits, or nullopt when one lies outside the region.
+  auto mask_of = [&](const std::vector<ValueId>& nodes) -> std::optional<uint64_t> {
     uint64_t mask = 0;
     for (ValueId v : nodes) {
       const int b = bit(v);
-      inside &= b >= 0;
-      if (b >= 0) mask |= uint64_t{1} << b;
+      if (b < 0) return std::nullopt;
+      mask |= uint64_t{1} << b;
     }
     return mask;
   };
   for (size_t c = 0; c < candidates.size(); ++c) {
     if (!(candidates[c].cost < std::numeric_limits<double>::infinity())) continue;
-    inside = true;
-    const uint64_t held = mask_of(candidates[c].nodes), virt = mask_of(candidates[c].recompute);
+    const std::optional<uint64_t> held_bits = mask_of(candidates[c].nodes),
+                                  virt_bits = mask_of(candidates[c].recompute);
+    if (!held_bits || !virt_bits || (*virt_bits & ~private_nodes)) continue;
+    const uint64_t held = *held_bits, virt = *virt_bits;
     uint64_t needs = 0;
-    if (!inside || (virt & ~private_nodes)) continue;
     recomputable |= virt;
     for (size_t i = 0; i < n; ++i)
       if (held >> i & 1) needs |= preds[i];
