@@ -1,5 +1,7 @@
 #include "ir/interpreter.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "ir/error.h"
@@ -43,10 +45,40 @@ void BindParams(const Graph& graph, std::span<const Tensor> inputs, std::vector<
   }
 }
 
+// Moves each element of a float32 value by at most one ulp (InterpretPerturbed).
+class UlpPerturbation {
+ public:
+  explicit UlpPerturbation(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull | 1) {}
+  // Into a new tensor: an op may return its operand's storage (a parameter's weights, a value the
+  // memo keeps), which must not change.
+  void Apply(Tensor& value) {
+    if (value.dtype() != DType::kFloat32) return;
+    Tensor moved(value.type());
+    const float* from = value.as<float>();
+    float* x = moved.as<float>();
+    for (int64_t i = 0; i < value.size(); ++i) {
+      x[i] = from[i];
+      if (!std::isfinite(x[i])) continue;  // an infinity stays one
+      // xorshift64: two bits per element pick down, none, up (and none again).
+      state_ ^= state_ << 13;
+      state_ ^= state_ >> 7;
+      state_ ^= state_ << 17;
+      const unsigned move = state_ & 3;
+      if (move == 1) x[i] = std::nextafter(x[i], -INFINITY);
+      if (move == 2) x[i] = std::nextafter(x[i], INFINITY);
+    }
+    value = std::move(moved);
+  }
+
+ private:
+  uint64_t state_;
+};
+
 // Evaluates every value; when `keep_all` is false, frees each intermediate after its last use.
-// With a memo, only the values the outputs need and the memo lacks are evaluated.
+// With a memo, only the values the outputs need and the memo lacks are evaluated; with a
+// perturbation, every node's value is perturbed.
 std::vector<Tensor> Run(const Graph& graph, std::span<const Tensor> inputs, bool keep_all,
-                        ValueMemo* memo) {
+                        ValueMemo* memo, UlpPerturbation* perturbation = nullptr) {
   const auto& vals = graph.values();
   const auto count = static_cast<ValueId>(vals.size());
   std::vector<Tensor> values(vals.size());
@@ -88,6 +120,7 @@ std::vector<Tensor> Run(const Graph& graph, std::span<const Tensor> inputs, bool
     FT_CHECK(values[id].type() == v.type,
              fmt::format("{} produced {} instead of {}", v.op->name, values[id].type().ToString(),
                          v.type.ToString()));
+    if (perturbation) perturbation->Apply(values[id]);
     if (memo) memo->Keep(id, values[id]);
     if (!keep_all) {
       for (ValueId in : v.inputs)
@@ -108,6 +141,15 @@ std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs
 
 std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs, ValueMemo& memo) {
   std::vector<Tensor> values = Run(graph, inputs, /*keep_all=*/false, &memo);
+  std::vector<Tensor> outputs;
+  for (ValueId out : graph.outputs()) outputs.push_back(values[out]);
+  return outputs;
+}
+
+std::vector<Tensor> InterpretPerturbed(const Graph& graph, std::span<const Tensor> inputs,
+                                       uint64_t seed) {
+  UlpPerturbation perturbation(seed);
+  std::vector<Tensor> values = Run(graph, inputs, /*keep_all=*/false, nullptr, &perturbation);
   std::vector<Tensor> outputs;
   for (ValueId out : graph.outputs()) outputs.push_back(values[out]);
   return outputs;

@@ -36,6 +36,14 @@ std::vector<Tensor> Interpret(const Graph& graph, std::span<const Tensor> inputs
 // and every node), for tests that compare intermediates.
 std::vector<Tensor> InterpretAll(const Graph& graph, std::span<const Tensor> inputs);
 
+// Another honest float32 evaluation of the graph: as Interpret, but every float32 value each node
+// produces is moved by at most one ulp, up, down or not at all at random (seeded by `seed`), as
+// a different order of rounding would leave it. How far its outputs lie from Interpret's measures
+// how much the graph itself amplifies float32 rounding (worker/output_check.h): a deep stack of
+// layers with random weights can amplify it past any fixed tolerance.
+std::vector<Tensor> InterpretPerturbed(const Graph& graph, std::span<const Tensor> inputs,
+                                       uint64_t seed);
+
 // Deterministic random tensors, one per parameter in order (Tensor::Random, seeded by `seed` and
 // the parameter's position); a parameter that carries data gets that data.
 std::vector<Tensor> RandomInputs(const Graph& graph, uint64_t seed);

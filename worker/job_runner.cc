@@ -66,6 +66,8 @@ struct PlanRun {
   const MeasureJob& job;
   std::span<const Tensor> inputs;
   const std::vector<Tensor>& reference;
+  // The reference's rounding spread (worker/output_check.h CheckOutputs).
+  std::function<std::vector<double>()> spread;
   codegen::Jit& jit;
   KernelCache& kernels;
   PrepPool& pool;
@@ -97,7 +99,7 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
     std::vector<Tensor> outputs = executor.Outputs();
     if (fault == "wrong" && !outputs.empty() && outputs[0].size() > 0)
       outputs[0].Set(0, outputs[0].Get(0) + 1.0);
-    const OutputComparison check = CompareOutputs(outputs, run.reference);
+    const OutputComparison check = CheckOutputs(outputs, run.reference, run.spread);
     r.max_abs_error = check.max_abs_error;
     r.check_ms = MsSince(start);
     if (!check.ok()) {
@@ -305,7 +307,11 @@ JobResult JobRunner::Run(const MeasureJob& job) {
     for (KernelOrder& order : PlanKernels(g, plan, jit, job.threads))
       pool_.Wait(EnsureKernel(graph, std::move(order), job.threads, job.id));
   };
-  const PlanRun run{g,        job,   reference.inputs, reference.outputs, jit,
+  auto spread = [&] {
+    std::lock_guard<std::mutex> lock(reference_mutex_);
+    return references_.Spread(g, reference, job.seed);
+  };
+  const PlanRun run{g,        job,   reference.inputs, reference.outputs, spread, jit,
                     kernels_, pool_, await_kernels};
   phases.compile_ms = MsSince(start);
   double best_us = 0;

@@ -13,6 +13,10 @@ namespace {
 
 constexpr double kRelativeTolerance = 1e-4;
 constexpr double kAbsoluteTolerance = 1e-5;
+// CheckOutputs: how many times the reference's own rounding spread an output may differ by, and
+// the most of its magnitude that may ever be.
+constexpr double kSpreadFactor = 10;
+constexpr double kMaxRelativeTolerance = 1e-2;
 
 struct Difference {
   double max_abs = 0;        // as ir/tensor.h MaxAbsDifference: a NaN against a number is +inf
@@ -61,13 +65,21 @@ double Allowed(double max_magnitude) {
   return kAbsoluteTolerance + kRelativeTolerance * max_magnitude;
 }
 
+double AllowedWithSpread(double max_magnitude, double spread) {
+  return std::max(Allowed(max_magnitude),
+                  std::min(kSpreadFactor * spread, kMaxRelativeTolerance * max_magnitude));
+}
+
 }  // namespace
 
 double AllowedError(const Tensor& want) { return Allowed(Compare(want, want).max_magnitude); }
 
-OutputComparison CompareOutputs(std::span<const Tensor> got, std::span<const Tensor> want) {
+OutputComparison CompareOutputs(std::span<const Tensor> got, std::span<const Tensor> want,
+                                std::span<const double> spread) {
   if (got.size() != want.size())
     throw UserError(fmt::format("{} outputs, the reference has {}", got.size(), want.size()));
+  FT_CHECK(spread.empty() || spread.size() == want.size(),
+           "a rounding spread for another number of outputs");
   OutputComparison c;
   for (size_t o = 0; o < got.size(); ++o) {
     if (got[o].type() != want[o].type()) {
@@ -76,7 +88,11 @@ OutputComparison CompareOutputs(std::span<const Tensor> got, std::span<const Ten
     }
     const Difference d = Compare(got[o], want[o]);
     c.max_abs_error = std::max(c.max_abs_error, d.max_abs);
-    const double allowed = Allowed(d.max_magnitude);
+    double allowed = Allowed(d.max_magnitude);
+    if (!spread.empty() && !(d.max_abs <= allowed)) {
+      allowed = AllowedWithSpread(d.max_magnitude, spread[o]);
+      c.within_spread |= d.max_abs <= allowed;
+    }
     if (c.ok() && !(d.max_abs <= allowed)) {
       c.wrong_output = static_cast<int>(o);
       c.wrong_error = d.max_abs;
@@ -84,6 +100,23 @@ OutputComparison CompareOutputs(std::span<const Tensor> got, std::span<const Ten
     }
   }
   return c;
+}
+
+OutputComparison CheckOutputs(std::span<const Tensor> got, std::span<const Tensor> want,
+                              const std::function<std::vector<double>()>& spread) {
+  OutputComparison c = CompareOutputs(got, want);
+  // Past what any spread could allow (c.allowed is about 1e-4 of the magnitude): wrong as it is.
+  const double widest = c.allowed * (kMaxRelativeTolerance / kRelativeTolerance);
+  if (c.ok() || !(c.wrong_error <= widest)) return c;
+  return CompareOutputs(got, want, spread());
+}
+
+std::vector<double> RoundingSpread(std::span<const Tensor> perturbed,
+                                   std::span<const Tensor> want) {
+  FT_CHECK(perturbed.size() == want.size(), "a perturbed reference with another number of outputs");
+  std::vector<double> spread;
+  for (size_t o = 0; o < want.size(); ++o) spread.push_back(Compare(perturbed[o], want[o]).max_abs);
+  return spread;
 }
 
 }  // namespace fusetune

@@ -31,6 +31,10 @@ class ReferenceCache {
   };
   // The tensors are shared with the cache: read them, never write.
   Reference Get(const Graph& graph, uint64_t seed);
+  // RoundingSpread of Get's reference (worker/output_check.h): InterpretPerturbed(graph,
+  // reference.inputs, seed) against it, kept apart from the values (a few numbers per graph, which
+  // a whole graph's check asks for in every round).
+  std::vector<double> Spread(const Graph& graph, const Reference& reference, uint64_t seed);
 
   int64_t bytes() const { return bytes_; }
   size_t size() const { return entries_.size(); }
@@ -48,6 +52,7 @@ class ReferenceCache {
   int64_t bytes_ = 0;
   std::unordered_map<std::string, Entry> entries_;
   std::list<std::string> recency_;
+  std::unordered_map<std::string, std::vector<double>> spreads_;  // by the outputs' keys
 };
 
 // The key of every value of `graph` (by ValueId) when its parameters are RandomInputs(graph, seed).

@@ -185,5 +185,29 @@ TEST(TuneCli, ACorruptStoreIsRefusedAndLeftUntouched) {
   EXPECT_EQ(testing::Slurp(db.path()), before);
 }
 
+TEST(TuneCli, AGraphThatAmplifiesRoundingIsCheckedAgainstItsOwnSpread) {
+  // Logits 1000 times a product: a rounding in the product moves a softmax weight by 1e-4 of
+  // itself, so every honest plan, greedy's on its default schedules too, differs from the
+  // reference by more than 1e-4 of the output's magnitude (at most 1). Judged against the
+  // reference's own rounding spread, the plans pass and the whole graph is timed.
+  const std::string graph = testing::WriteTempFile("amplifies_rounding.relay", R"(
+fn (%x: Tensor[(64, 256), float32], %w: Tensor[(256, 256), float32], %v: Tensor[(64, 256), float32]) {
+  %0 = nn.dense(%x, %w, units=256);
+  %1 = multiply(%0, 1000f);
+  %2 = nn.softmax(%1, axis=-1);
+  nn.dense(%2, %v, units=64)
+})");
+  auto greedy = RunFusetune("run --json --repeat 1 --plan greedy " + graph);
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  EXPECT_GT(nlohmann::json::parse(greedy.out)["max_abs_error"].get<double>(), 1.5e-4);
+  TempDb db("amplifies_rounding");
+  auto tune = RunFusetune("tune --json --db " + db.path() + kFast + graph);
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  const nlohmann::json report = nlohmann::json::parse(tune.out);
+  EXPECT_TRUE(report["total"]["measured_together"].get<bool>()) << report["total"].dump();
+  EXPECT_GT(report["max_abs_error"].get<double>(), 1.1e-4);
+  EXPECT_LT(report["max_abs_error"].get<double>(), 1e-2);
+}
+
 }  // namespace
 }  // namespace fusetune

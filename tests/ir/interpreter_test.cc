@@ -1,4 +1,6 @@
 // The reference interpreter on whole graphs: values, input binding, intermediates, errors.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
@@ -127,6 +129,48 @@ TEST(Interpreter, ParamsWithDataAndRandomInputs) {
     EXPECT_GE(v, -1.0);
     EXPECT_LT(v, 1.0);
   }
+}
+
+TEST(Interpreter, PerturbedMovesEveryValueByAtMostOneUlp) {
+  // negative(x) then x' + w where w carries data: every node's float32 value may move by one ulp,
+  // the weights and the inputs never do, an infinity stays one.
+  GraphBuilder builder;
+  ValueId x = builder.AddParam("x", F32({4096}));
+  Tensor weights = Tensor::Random(F32({4096}), 3);
+  ValueId w = builder.AddParamWithData("w", weights);
+  ValueId negated = builder.AddNode("negative", {x}, {});
+  builder.SetOutputs({negated, builder.AddNode("add", {negated, w}, {})}, true);
+  Graph g = std::move(builder).Build();
+  Tensor in = Tensor::Random(F32({4096}), 5);
+  in.Set(7, INFINITY);
+  const std::vector<Tensor> inputs = {in};
+  const std::vector<double> x_before = Values(in), w_before = Values(weights);
+  const std::vector<Tensor> exact = Interpret(g, inputs);
+  const std::vector<Tensor> moved = InterpretPerturbed(g, inputs, 1);
+  ASSERT_EQ(moved.size(), 2u);
+  int up = 0, down = 0;
+  for (int64_t i = 0; i < 4096; ++i) {
+    const float e = exact[0].as<float>()[i], m = moved[0].as<float>()[i];
+    if (!std::isfinite(e)) {
+      EXPECT_EQ(m, e) << i;
+      continue;
+    }
+    up += m == std::nextafter(e, INFINITY);
+    down += m == std::nextafter(e, -INFINITY);
+    EXPECT_TRUE(m == e || m == std::nextafter(e, INFINITY) || m == std::nextafter(e, -INFINITY))
+        << i << ": " << e << " became " << m;
+  }
+  // Each of down, none, up about a quarter or half of the elements.
+  EXPECT_GT(up, 700);
+  EXPECT_GT(down, 700);
+  // The second output adds to the moved first: it differs by about an ulp of its own magnitude.
+  EXPECT_GT(MaxAbsDifference(moved[1], exact[1]), 0);
+  EXPECT_LT(MaxAbsDifference(moved[1], exact[1]), 1e-6);
+  EXPECT_EQ(Values(in), x_before);
+  EXPECT_EQ(Values(weights), w_before);
+  // Deterministic by seed.
+  EXPECT_EQ(MaxAbsDifference(InterpretPerturbed(g, inputs, 1)[1], moved[1]), 0);
+  EXPECT_GT(MaxAbsDifference(InterpretPerturbed(g, inputs, 2)[1], moved[1]), 0);
 }
 
 }  // namespace

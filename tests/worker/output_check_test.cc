@@ -18,6 +18,8 @@ Tensor Floats(std::vector<double> values) {
   return t;
 }
 
+std::vector<Tensor> Outputs(Tensor one) { return {std::move(one)}; }
+
 TEST(OutputCheck, NanWhereTheReferenceHasANumberIsWrong) {
   // The NaN comes after a small honest difference: an error that kept the larger of the two
   // with std::max would drop the NaN and report 0.5.
@@ -95,6 +97,52 @@ TEST(OutputCheck, DifferentCountsOrTypesAreErrors) {
   std::vector<Tensor> longer = {Floats({1.0, 2.0})};
   EXPECT_THROW(CompareOutputs(one, two), UserError);
   EXPECT_THROW(CompareOutputs(one, longer), UserError);
+}
+
+TEST(OutputCheck, TheReferencesRoundingSpreadWidensTheTolerance) {
+  // Magnitude 1: 1e-4 of it (and 1e-5) allows 1.1e-4.
+  std::vector<Tensor> want = {Floats({1.0, -0.5})};
+  std::vector<Tensor> got = {Floats({1.0 + 5e-4, -0.5})};
+  EXPECT_FALSE(CompareOutputs(got, want).ok());
+  // A reference 1e-4 from itself when its rounding moves: 10 times that is allowed.
+  const std::vector<double> spread = {1e-4};
+  OutputComparison c = CompareOutputs(got, want, spread);
+  EXPECT_TRUE(c.ok());
+  EXPECT_TRUE(c.within_spread);
+  EXPECT_NEAR(c.max_abs_error, 5e-4, 1e-7);
+  // Past 10 times the spread: wrong, naming the widened tolerance.
+  std::vector<Tensor> far = {Floats({1.0 + 2e-3, -0.5})};
+  c = CompareOutputs(far, want, spread);
+  EXPECT_FALSE(c.ok());
+  EXPECT_NEAR(c.allowed, 1e-3, 1e-9);
+  // Never past 1% of the magnitude, however wide the spread.
+  const std::vector<double> huge = {1.0};
+  EXPECT_TRUE(CompareOutputs(Outputs(Floats({1.009, -0.5})), want, huge).ok());
+  EXPECT_FALSE(CompareOutputs(Outputs(Floats({1.02, -0.5})), want, huge).ok());
+  // A spread below the plain tolerance changes nothing.
+  const std::vector<double> tiny = {1e-9};
+  EXPECT_TRUE(CompareOutputs(Outputs(Floats({1.0 + 1e-4, -0.5})), want, tiny).ok());
+  EXPECT_FALSE(CompareOutputs(Outputs(Floats({1.0 + 1e-4, -0.5})), want, tiny).within_spread);
+}
+
+TEST(OutputCheck, TheSpreadIsComputedOnlyWhenItCouldDecide) {
+  std::vector<Tensor> want = {Floats({1.0, 2.0})};
+  int asked = 0;
+  auto spread = [&] {
+    ++asked;
+    return std::vector<double>{1e-4};
+  };
+  EXPECT_TRUE(CheckOutputs(Outputs(Floats({1.0, 2.0 + 1e-4})), want, spread).ok());
+  EXPECT_EQ(asked, 0) << "within the plain tolerance";
+  // A wrong kernel is off by the magnitude: past what any spread allows, not worth a reference.
+  EXPECT_FALSE(CheckOutputs(Outputs(Floats({1.0, 3.0})), want, spread).ok());
+  EXPECT_FALSE(CheckOutputs(Outputs(Floats({NAN, 2.0})), want, spread).ok());
+  EXPECT_EQ(asked, 0) << "past 1% of the magnitude, or not a number";
+  OutputComparison c = CheckOutputs(Outputs(Floats({1.0, 2.0 + 8e-4})), want, spread);
+  EXPECT_EQ(asked, 1);
+  EXPECT_TRUE(c.ok());
+  EXPECT_TRUE(c.within_spread);
+  EXPECT_EQ(RoundingSpread(Outputs(Floats({1.5, 2.0})), want), std::vector<double>{0.5});
 }
 
 }  // namespace

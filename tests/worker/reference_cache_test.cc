@@ -8,6 +8,7 @@
 
 #include "ir/interpreter.h"
 #include "ir/text/relay_parser.h"
+#include "worker/output_check.h"
 #include "worker/reference_cache.h"
 
 namespace fusetune {
@@ -115,6 +116,32 @@ TEST(ReferenceCache, StaysWithinItsBound) {
     ExpectSame(cache.Get(g, seed).outputs, PerJob(g, seed));
     EXPECT_LE(cache.bytes(), 8000);
   }
+}
+
+TEST(ReferenceCache, ParametersLargerThanTheCacheDoNotEvictKnownOutputs) {
+  // x 2048 bytes, w 3072, the output 1536: more than the cache holds. Keeping the parameters of a
+  // second job evicted the output, computed again in every round of a 12-block stack's timing.
+  ReferenceCache cache(6000);
+  Graph g = Parse(kDense);
+  EXPECT_EQ(cache.Get(g, 1).evaluated, 1);
+  for (int round = 0; round < 3; ++round) {
+    ReferenceCache::Reference r = cache.Get(g, 1);
+    EXPECT_EQ(r.evaluated, 0) << "round " << round;
+    ExpectSame(r.outputs, PerJob(g, 1));
+    ExpectSame(r.inputs, RandomInputs(g, 1));
+  }
+}
+
+TEST(ReferenceCache, TheRoundingSpreadIsThePerturbedReferencesDistance) {
+  ReferenceCache cache;
+  Graph g = Parse(kDenseBias);
+  ReferenceCache::Reference r = cache.Get(g, 1);
+  const std::vector<double> spread = cache.Spread(g, r, 1);
+  ASSERT_EQ(spread.size(), 1u);
+  EXPECT_EQ(spread, RoundingSpread(InterpretPerturbed(g, r.inputs, 1), PerJob(g, 1)));
+  EXPECT_GT(spread[0], 0);
+  EXPECT_LT(spread[0], 1e-6);  // tanh of a 32-long product: about an ulp
+  EXPECT_EQ(cache.Spread(Parse(kDenseBias), cache.Get(g, 1), 1), spread);
 }
 
 }  // namespace
