@@ -56,7 +56,8 @@ class UlpPerturbation {
     Tensor moved(value.type());
     const float* from = value.as<float>();
     float* x = moved.as<float>();
-    for (int64_t i = 0; i < value.size(); ++i) {
+    const int64_t size = value.size();
+    for (int64_t i = 0; i < size; ++i) {
       x[i] = from[i];
       if (!std::isfinite(x[i])) continue;  // an infinity stays one
       // xorshift64: two bits per element pick down, none, up (and none again).

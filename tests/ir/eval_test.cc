@@ -215,6 +215,36 @@ TEST(Eval, Matmuls) {
             (V{-2, 4, -2, 13, 7, 1, 8, 2}));
 }
 
+TEST(Eval, MatmulsWithTilesEdgesAndBlocks) {
+  // m = 7 (a tile of 4 rows and 3 edge rows), n = 150 (a block of 128 and one of 22; 16-wide
+  // tiles and a 6-column edge), k = 300 (blocks of 256 and 44), every transpose: small integers,
+  // so the double product is exact and equals a plain triple loop's.
+  const int64_t m = 7, n = 150, k = 300;
+  auto value = [](int64_t i, int64_t j, int seed) {
+    return double((i * 7 + j * 3 + seed) % 11) - 5;
+  };
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Tensor a(TensorType{DType::kFloat32, ta ? Shape{k, m} : Shape{m, k}});
+      Tensor b(TensorType{DType::kFloat32, tb ? Shape{n, k} : Shape{k, n}});
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t kk = 0; kk < k; ++kk) a.Set(ta ? kk * m + i : i * k + kk, value(i, kk, 1));
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < n; ++j) b.Set(tb ? j * k + kk : kk * n + j, value(kk, j, 2));
+      const Tensor c =
+          Apply("nn.matmul", {a, b}, Attrs({{"transpose_a", ta}, {"transpose_b", tb}}));
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t kk = 0; kk < k; ++kk) want += value(i, kk, 1) * value(kk, j, 2);
+          ASSERT_EQ(c.Get(i * n + j), want)
+              << "transpose_a " << ta << " transpose_b " << tb << " at " << i << ", " << j;
+        }
+      }
+    }
+  }
+}
+
 TEST(Eval, SoftmaxAndLayerNorm) {
   Tensor x = T({2, 3}, {1, 2, 3, 0, 0, 0});
   double z = std::exp(1) + std::exp(2) + std::exp(3);
