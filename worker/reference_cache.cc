@@ -118,7 +118,17 @@ ReferenceCache::Reference ReferenceCache::Get(const Graph& graph, uint64_t seed)
   bool outputs_known = true;
   for (ValueId out : graph.outputs()) outputs_known = outputs_known && Find(keys[out]);
   const std::vector<ValueId>& params = graph.params();
-  for (size_t i = 0; i < params.size(); ++i) {
+  // The previous job's inputs when they are the same (the rounds of one validation or of the
+  // whole graph's timing): drawing the stack's 340 MB again took 1.4 s a round.
+  std::string input_keys;
+  for (ValueId p : params) input_keys += keys[p] + "\n";
+  if (input_keys == last_input_keys_) {
+    r.inputs = last_inputs_;
+  } else {
+    last_input_keys_.clear();
+    last_inputs_.clear();
+  }
+  for (size_t i = r.inputs.size(); i < params.size(); ++i) {
     if (const Tensor* known = Find(keys[params[i]])) {
       r.inputs.push_back(*known);
     } else {
@@ -126,6 +136,8 @@ ReferenceCache::Reference ReferenceCache::Get(const Graph& graph, uint64_t seed)
       if (!graph.value(params[i]).data && !outputs_known) Keep(keys[params[i]], r.inputs.back());
     }
   }
+  last_input_keys_ = std::move(input_keys);
+  last_inputs_ = r.inputs;
   ReferenceMemo memo(*this, keys);
   r.outputs = Interpret(graph, r.inputs, memo);
   r.evaluated = memo.evaluated;

@@ -53,6 +53,8 @@ class ReferenceCache {
   std::unordered_map<std::string, Entry> entries_;
   std::list<std::string> recency_;
   std::unordered_map<std::string, std::vector<double>> spreads_;  // by the outputs' keys
+  std::string last_input_keys_;      // the last Get's parameters' keys, in order
+  std::vector<Tensor> last_inputs_;  // and their values, outside the bound
 };
 
 // The key of every value of `graph` (by ValueId) when its parameters are RandomInputs(graph, seed).

@@ -120,13 +120,18 @@ TEST(ReferenceCache, StaysWithinItsBound) {
 
 TEST(ReferenceCache, ParametersLargerThanTheCacheDoNotEvictKnownOutputs) {
   // x 2048 bytes, w 3072, the output 1536: more than the cache holds. Keeping the parameters of a
-  // second job evicted the output, computed again in every round of a 12-block stack's timing.
+  // second job evicted the output, computed again in every round of a 12-block stack's timing,
+  // and its parameters were drawn again every round.
   ReferenceCache cache(6000);
   Graph g = Parse(kDense);
-  EXPECT_EQ(cache.Get(g, 1).evaluated, 1);
+  ReferenceCache::Reference first = cache.Get(g, 1);
+  EXPECT_EQ(first.evaluated, 1);
   for (int round = 0; round < 3; ++round) {
     ReferenceCache::Reference r = cache.Get(g, 1);
     EXPECT_EQ(r.evaluated, 0) << "round " << round;
+    // The previous job's inputs, not drawn again.
+    ASSERT_EQ(r.inputs.size(), 2u);
+    EXPECT_EQ(r.inputs[1].data(), first.inputs[1].data()) << "round " << round;
     ExpectSame(r.outputs, PerJob(g, 1));
     ExpectSame(r.inputs, RandomInputs(g, 1));
   }
