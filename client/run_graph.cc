@@ -196,6 +196,7 @@ void RunGraph(const RunOptions& o) {
                                   {"kernels", kernels},
                                   {"total_us", measured.total.median_us},
                                   {"max_abs_error", error},
+                                  {"within_rounding_spread", check.within_spread},
                                   {"startup",
                                    {{"first_output_ms", startup.total_ms()},
                                     {"load_ms", startup.load_ms},
@@ -229,8 +230,13 @@ void RunGraph(const RunOptions& o) {
     std::cout << fmt::format("{:>12.2f}  {:>10}  {} ({})\n", k.timing.median_us, compile, group,
                              ops);
   }
-  std::cout << fmt::format("\ntotal    {:.2f} us (median of {} repeats)\nmax_abs_error {:.3g}\n",
-                           measured.total.median_us, measured.total.repeat, error);
+  std::string verdict;
+  if (!check.ok())
+    verdict = fmt::format(", past the {:.3g} allowed: a wrong result", check.allowed);
+  else if (check.within_spread)
+    verdict = " (past 1e-4 of the output's magnitude, within 10x the graph's own rounding spread)";
+  std::cout << fmt::format("\ntotal    {:.2f} us (median of {} repeats)\nmax_abs_error {:.3g}{}\n",
+                           measured.total.median_us, measured.total.repeat, error, verdict);
   std::cout << fmt::format(
       "start-up {:.0f} ms to the first output: load {:.0f}, plan and inputs {:.0f}, compile {:.0f} "
       "({} kernel{} for {} group{}, on {} thread{}), bind {:.0f}, first run {:.0f}\n",
