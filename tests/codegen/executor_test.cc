@@ -119,7 +119,8 @@ TEST(RunCommand, JsonShape) {
   std::vector<std::string> keys;
   for (auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"graph", "plan", "threads", "target", "groups",
-                                            "kernels", "total_us", "max_abs_error", "startup"}));
+                                            "kernels", "total_us", "max_abs_error",
+                                            "within_rounding_spread", "startup"}));
   EXPECT_EQ(j["plan"], "greedy");
   EXPECT_EQ(j["threads"], 2);
   EXPECT_EQ(j["groups"], nlohmann::ordered_json::parse(R"([["%0", "%1", "%2"]])"));
@@ -128,6 +129,7 @@ TEST(RunCommand, JsonShape) {
   EXPECT_GT(j["kernels"][0]["compile_ms"].get<double>(), 0.0);
   EXPECT_EQ(j["kernels"][0]["shared"], false);
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
+  EXPECT_EQ(j["within_rounding_spread"], false) << "the plain tolerance decided";
   // The start-up: its parts add up to the time to the first output; one kernel compiled.
   const auto& startup = j["startup"];
   double parts = 0;
