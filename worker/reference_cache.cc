@@ -124,7 +124,7 @@ ReferenceCache::Reference ReferenceCache::Get(const Graph& graph, uint64_t seed)
   for (ValueId p : params) input_keys += keys[p] + "\n";
   if (input_keys == last_input_keys_) {
     r.inputs = last_inputs_;
-  } else {
+  } else {  // dropped before the new ones are drawn: a stack's weights are not held twice
     last_input_keys_.clear();
     last_inputs_.clear();
   }
