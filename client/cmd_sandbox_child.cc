@@ -2,6 +2,7 @@
 // measurement jobs, so a crashing kernel takes down only this child; `fusetune-codegen` runs it.
 #include "client/codegen_commands.h"
 #include "client/commands.h"
+#include "client/logging.h"
 
 namespace fusetune::cli {
 
@@ -9,7 +10,12 @@ void RegisterSandboxChildCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("sandbox-child", "internal: runs measurement jobs for a parent");
   cmd->group("");  // hidden from --help
-  cmd->callback([] { SetExitCode(SandboxChild()); });
+  // Named "sandbox", so its lines stand apart from the parent's on the stderr they share; level
+  // and format are the parent's (client/logging.h).
+  cmd->callback([] {
+    UseLogger("sandbox");
+    SetExitCode(SandboxChild());
+  });
 }
 
 }  // namespace fusetune::cli

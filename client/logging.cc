@@ -1,6 +1,7 @@
 #include "client/logging.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 
@@ -14,18 +15,31 @@
 namespace fusetune::cli {
 namespace {
 
+const std::map<std::string, spdlog::level::level_enum> kLevels = {
+    {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
+    {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+
+// The parent's choice, for processes fusetune starts itself (sandbox children), whose command
+// lines carry no log flags: their lines then interleave with the parent's in one format and level.
+constexpr const char* kLevelEnv = "FUSETUNE_LOG_LEVEL";
+constexpr const char* kFormatEnv = "FUSETUNE_LOG_FORMAT";
+
 struct LogSettings {
   std::string level = "info";
   std::string format = "text";
 };
 LogSettings& Settings() {
-  static LogSettings settings;
+  static LogSettings settings = [] {
+    LogSettings s;
+    if (const char* level = std::getenv(kLevelEnv); level && kLevels.contains(level))
+      s.level = level;
+    if (const char* format = std::getenv(kFormatEnv);
+        format && (std::string_view(format) == "text" || std::string_view(format) == "json"))
+      s.format = format;
+    return s;
+  }();
   return settings;
 }
-
-const std::map<std::string, spdlog::level::level_enum> kLevels = {
-    {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
-    {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
 
 std::string_view LevelName(spdlog::level::level_enum level) {
   switch (level) {
@@ -95,6 +109,8 @@ void UseLogger(const std::string& name) {
         name, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   }
   logger->set_level(kLevels.at(s.level));
+  ::setenv(kLevelEnv, s.level.c_str(), 1);
+  ::setenv(kFormatEnv, s.format.c_str(), 1);
   // Warnings and errors reach the terminal (or the collector) at once, even when stderr is a file.
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));

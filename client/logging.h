@@ -4,7 +4,9 @@
 // `--log-format json`, one JSON object per line:
 //   {"ts":"2026-11-30T00:53:52.123Z","level":"info","logger":"serve","msg":"...","thread":123}
 // The two flags are defined on the root command and fall through from every subcommand, so
-// `fusetune serve --log-format json` and `fusetune --log-format json serve` both work.
+// `fusetune serve --log-format json` and `fusetune --log-format json serve` both work. The choice
+// is also put in FUSETUNE_LOG_LEVEL and FUSETUNE_LOG_FORMAT, which set the defaults, so a process
+// fusetune starts (a sandbox child) logs alike.
 #include <memory>
 #include <string>
 

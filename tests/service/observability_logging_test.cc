@@ -152,5 +152,35 @@ TEST(Logging, BadValuesExitTwoNamingTheAllowedOnes) {
   EXPECT_EQ(RunFusetune(dir, {"--log-level", "error", "check", graph}).exit_code, 0);
 }
 
+// A local tune's jobs run in a sandbox child (worker/sandbox.h), whose command line carries no log
+// flags: it logs at the parent's level and in its format, so `--log-level debug` shows every
+// plan's repeats. (The child used to log at info whatever the parent was asked, and the worker's
+// own debug lines never appeared.)
+TEST(Logging, SandboxChildLogsAtTheParentsLevelAndFormat) {
+  TestDir dir;
+  const std::string graph =
+      std::string(FUSETUNE_SOURCE_DIR) + "/examples/sub_exp_100x120x120.relay";
+  CommandResult debug = RunFusetune(dir, {"tune", graph, "--db", dir.File("debug.db"),
+                                          "--log-level", "debug", "--log-format", "json"});
+  ASSERT_EQ(debug.exit_code, 0) << debug.err;
+  const std::regex repeats(
+      R"(job \d+ plan \S+: check call .* µs; \d+ repeat\(s\) of \d+ call\(s\): \[.*\] µs)");
+  int sandbox_lines = 0;
+  for (const std::string& line : Lines(debug.err)) {
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << "not a JSON object: " << line;
+    if (j.value("logger", "") != "sandbox") continue;
+    EXPECT_EQ(j["level"], "debug") << line;
+    EXPECT_TRUE(std::regex_search(j["msg"].get<std::string>(), repeats)) << line;
+    ++sandbox_lines;
+  }
+  EXPECT_GE(sandbox_lines, 2) << debug.err;
+
+  CommandResult info = RunFusetune(dir, {"tune", graph, "--db", dir.File("info.db")});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(info.err.find("[sandbox]"), std::string::npos) << info.err;
+  EXPECT_EQ(info.err.find("repeat(s)"), std::string::npos) << info.err;
+}
+
 }  // namespace
 }  // namespace fusetune::testing
