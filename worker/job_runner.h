@@ -39,7 +39,9 @@ class Jit;
 // 3 repeats; racing against `best_us`, the fastest plan of the job so far (0: none yet). The
 // check has just run the plan once, in `check_call_ms`: that counts as one warm-up call, and as
 // all of them when it lasted a repeat (a call that long has touched everything it will touch).
-TimingOptions JobTiming(const TimingOptions& asked, double best_us, double check_call_ms = 0);
+// A job timed `alone` (MeasureJob::alone: a decision rests on it) does not race.
+TimingOptions JobTiming(const TimingOptions& asked, double best_us, double check_call_ms = 0,
+                        bool alone = false);
 
 // The threads of a JobRunner's PrepPool: FUSETUNE_PREP_THREADS when set (0: compile and
 // interpret on the job's own thread, one kernel at a time), else the cores this process may use.

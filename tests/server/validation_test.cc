@@ -333,6 +333,29 @@ TEST(TimeThreeWays, AChallengerThatWinsARoundGetsMoreRounds) {
   EXPECT_EQ(res.rounds, 3) << "1 won of 2 is open; 1 of 3 is settled";
 }
 
+// Interference only adds time: a round's figure of a plan is its fastest repeat, so repeats slowed
+// by a burst (here every median doubled, the fastest repeats not) leave the decision and figures
+// as they were undisturbed.
+TEST(TimeThreeWays, ARoundIsJudgedByEachPlansFastestRepeat) {
+  const Graph seed = SeedGraph();
+  ThreeWay way;
+  way.graph = &seed;
+  way.plans[kGreedy] = GreedyPlan(seed);
+  way.plans[kUnfused] = UnfusedPlan(seed);
+  ModelBackend quiet;
+  const ThreeWayResult undisturbed = TimeWays({way}, quiet)[0];
+  ModelBackend bursts;
+  bursts.adjust = [](const MeasureJob&, const Plan&, PlanResult& t) {
+    if (t.name != "greedy") return;
+    t.min_us = t.median_us;
+    t.median_us *= 2;
+  };
+  const ThreeWayResult res = TimeWays({way}, bursts)[0];
+  EXPECT_EQ(res.decision, undisturbed.decision);
+  EXPECT_DOUBLE_EQ(res.us[kGreedy], undisturbed.us[kGreedy]);
+  EXPECT_DOUBLE_EQ(res.us[kUnfused], undisturbed.us[kUnfused]);
+}
+
 // The tuned plan is greedy's grouping on a searched schedule: a plan of its own, timed beside
 // greedy on defaults; on the default schedule it is greedy, one candidate.
 TEST(TimeThreeWays, SearchedSchedulesAreTimedAgainstTheDefaultsAndEqualDefaultsAreOnePlan) {

@@ -141,6 +141,8 @@ TEST(Timing, JobsAdaptFromThreeRepeatsAndRaceTheBestPlan) {
   EXPECT_EQ(t.min_repeat, 3);
   EXPECT_EQ(t.race_us, 0);
   EXPECT_EQ(JobTiming(asked, 123.0).race_us, 123.0);
+  EXPECT_EQ(JobTiming(asked, 123.0, 0, /*alone=*/true).race_us, 0)
+      << "a decision's job never races";
   // A check call as long as a repeat was warm-up enough; a shorter one counts as one warm-up.
   EXPECT_EQ(JobTiming(asked, 0, 12.0).warmup, 0);
   EXPECT_EQ(JobTiming(asked, 0, 0.5).warmup, asked.warmup - 1);
