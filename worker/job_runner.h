@@ -5,7 +5,8 @@
 // lives; a crash takes the caches with it, and the next child starts empty.
 //
 // Timing is the worker's choice within what the job asks (repeat length, at most `repeat`
-// repeats): adaptive, and racing the plans of one job against each other (JobTiming).
+// repeats): adaptive, and racing the plans of one job against each other, except in a job a
+// decision rests on (JobTiming).
 //
 // Compiling and the reference run ahead on a PrepPool (worker/prep_pool.h): Prepare(job) queues
 // the job's reference and its kernels as soon as the job is known (the sandbox child calls it for
