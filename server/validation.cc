@@ -345,13 +345,9 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
           res.reason[slot] = t.reason;
           continue;
         }
-        // The round's figure is the plan's fastest repeat: on a shared machine interference only
-        // adds time, and within a job bursts of it hit single repeats (a 12-block stack's 120 ms
-        // calls read up to 2x, with no page fault or switch of the timing thread's own), which
-        // pulled a median of three up to 1.47x of the plans' undisturbed ratio where the fastest
-        // repeats gave 1.05-1.21 (BENCHMARKS.md, "Whole-graph rounds under bursts of load"), as
-        // timeit's documentation says of its repeats. The spread still marks a round disturbed
-        // (noise.h).
+        // A plan's figure in a round is its fastest repeat: interference on a shared machine
+        // only adds time, and its bursts hit single repeats (BENCHMARKS.md, "Whole-graph rounds
+        // under bursts of load"). The spread still marks a round disturbed (noise.h).
         round.us[slot] = t.min_us > 0 ? t.min_us : t.median_us;
         round.rel_error[slot] = RelativeError(t.median_us, t.stddev_us, t.repeat);
         res.max_abs_error[slot] = std::max(res.max_abs_error[slot], t.max_abs_error);

@@ -138,6 +138,7 @@ ReferenceCache::Reference ReferenceCache::Get(const Graph& graph, uint64_t seed)
   }
   last_input_keys_ = std::move(input_keys);
   last_inputs_ = r.inputs;
+  for (ValueId out : graph.outputs()) r.outputs_key += keys[out] + "\n";
   ReferenceMemo memo(*this, keys);
   r.outputs = Interpret(graph, r.inputs, memo);
   r.evaluated = memo.evaluated;
@@ -146,10 +147,7 @@ ReferenceCache::Reference ReferenceCache::Get(const Graph& graph, uint64_t seed)
 
 std::vector<double> ReferenceCache::Spread(const Graph& graph, const Reference& reference,
                                            uint64_t seed) {
-  const std::vector<std::string> keys = ReferenceKeys(graph, seed);
-  std::string key;
-  for (ValueId out : graph.outputs()) key += keys[out] + "\n";
-  auto [it, added] = spreads_.try_emplace(key);
+  auto [it, added] = spreads_.try_emplace(reference.outputs_key);
   if (added)
     it->second =
         RoundingSpread(InterpretPerturbed(graph, reference.inputs, seed), reference.outputs);

@@ -28,6 +28,7 @@ class ReferenceCache {
     std::vector<Tensor> inputs;   // RandomInputs(graph, seed)
     std::vector<Tensor> outputs;  // Interpret(graph, inputs)
     int evaluated = 0;            // nodes the interpreter evaluated (0: every output was kept)
+    std::string outputs_key;      // the outputs' keys: Spread keeps its figures under it
   };
   // The tensors are shared with the cache: read them, never write.
   Reference Get(const Graph& graph, uint64_t seed);
