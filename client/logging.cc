@@ -1,9 +1,11 @@
 #include "client/logging.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <map>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/formatter.h>
@@ -18,6 +20,8 @@ namespace {
 const std::map<std::string, spdlog::level::level_enum> kLevels = {
     {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
     {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+
+const std::vector<std::string> kFormats = {"text", "json"};
 
 // The parent's choice, for processes fusetune starts itself (sandbox children), whose command
 // lines carry no log flags: their lines then interleave with the parent's in one format and level.
@@ -34,7 +38,7 @@ LogSettings& Settings() {
     if (const char* level = std::getenv(kLevelEnv); level && kLevels.contains(level))
       s.level = level;
     if (const char* format = std::getenv(kFormatEnv);
-        format && (std::string_view(format) == "text" || std::string_view(format) == "json"))
+        format && std::find(kFormats.begin(), kFormats.end(), format) != kFormats.end())
       s.format = format;
     return s;
   }();
@@ -123,7 +127,7 @@ void AddLoggingFlags(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--log-format", Settings().format,
                  "log lines on stderr: text, or json (one object per line)")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember(kFormats))
       ->capture_default_str();
   // Subcommands accept the root's flags after their own name.
   app.fallthrough();

@@ -317,12 +317,18 @@ TEST(TimeThreeWays, ALonePlanRunsOneRoundAndAComparisonThatSettlesRunsTwo) {
   EXPECT_EQ(plans, 1 + 2 * 2);
 }
 
-TEST(TimeThreeWays, AChallengerThatWinsARoundGetsMoreRounds) {
-  const Graph seed = SeedGraph();
+// A way of the seed's greedy plan against its unfused plan.
+ThreeWay GreedyAgainstUnfused(const Graph& seed) {
   ThreeWay way;
   way.graph = &seed;
   way.plans[kGreedy] = GreedyPlan(seed);
   way.plans[kUnfused] = UnfusedPlan(seed);
+  return way;
+}
+
+TEST(TimeThreeWays, AChallengerThatWinsARoundGetsMoreRounds) {
+  const Graph seed = SeedGraph();
+  const ThreeWay way = GreedyAgainstUnfused(seed);
   ModelBackend backend;
   // The greedy plan is disturbed (10x) in the second round: unfused wins that one round.
   backend.adjust = [&](const MeasureJob&, const Plan&, PlanResult& t) {
@@ -338,10 +344,7 @@ TEST(TimeThreeWays, AChallengerThatWinsARoundGetsMoreRounds) {
 // as they were undisturbed.
 TEST(TimeThreeWays, ARoundIsJudgedByEachPlansFastestRepeat) {
   const Graph seed = SeedGraph();
-  ThreeWay way;
-  way.graph = &seed;
-  way.plans[kGreedy] = GreedyPlan(seed);
-  way.plans[kUnfused] = UnfusedPlan(seed);
+  const ThreeWay way = GreedyAgainstUnfused(seed);
   ModelBackend quiet;
   const ThreeWayResult undisturbed = TimeWays({way}, quiet)[0];
   ModelBackend bursts;
