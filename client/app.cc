@@ -17,6 +17,10 @@ void SetExitCode(int code) { g_exit_code = code; }
 int ExitCode() { return g_exit_code; }
 const std::vector<std::string>& CommandLine() { return g_command_line; }
 
+std::string UserErrorLine(const std::string& message) {
+  return message.find(": error: ") == std::string::npos ? "error: " + message : message;
+}
+
 int RunCommandLine(int argc, char** argv, const std::function<void(CLI::App&)>& register_commands) {
   g_command_line.assign(argv, argv + argc);
   CLI::App app{
@@ -33,7 +37,7 @@ int RunCommandLine(int argc, char** argv, const std::function<void(CLI::App&)>& 
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   } catch (const UserError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << UserErrorLine(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "fusetune: " << e.what() << "\n";

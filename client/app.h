@@ -15,6 +15,10 @@ namespace fusetune::cli {
 // process exit code: the command's (SetExitCode), 2 for bad usage or input, 1 for other failures.
 int RunCommandLine(int argc, char** argv, const std::function<void(CLI::App&)>& register_commands);
 
+// What a user error prints on stderr: "error: MESSAGE", or MESSAGE as it is when it already
+// reads "FILE:LINE:COL: error: ...".
+std::string UserErrorLine(const std::string& message);
+
 // The arguments of this process, as main received them.
 const std::vector<std::string>& CommandLine();
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "client/app.h"
 #include "client/commands.h"
 #include "client/graph_loader.h"
 #include "ir/error.h"
@@ -122,7 +123,7 @@ int RunCheck(const CheckOptions& options) {
     }
     if (!binding.empty()) dims = source.Dims();
   } catch (const UserError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << UserErrorLine(e.what()) << "\n";
     return 2;
   }
   std::string signature = Signature(graph);

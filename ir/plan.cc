@@ -184,12 +184,32 @@ std::string PlanToJson(const Graph& graph, const Plan& plan) {
   return nlohmann::json{{"plan", plan.name}, {"groups", groups}}.dump(2);
 }
 
+namespace {
+
+// "FILE:LINE:COL: error: not valid JSON: ...", as the Relay parser reports text errors; the
+// parser's own "[json.exception.parse_error.101] parse error at line 1, column 1: " is dropped.
+std::string JsonSyntaxError(const std::string& text, const std::string& source_name,
+                            const nlohmann::json::parse_error& e) {
+  const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+  const size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+  const size_t line = 1 + std::count(text.begin(), text.begin() + at, '\n');
+  const size_t column = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
+  std::string what = e.what();
+  if (size_t c = what.find("column "); c != std::string::npos) {
+    if (size_t colon = what.find(": ", c); colon != std::string::npos)
+      what = what.substr(colon + 2);
+  }
+  return fmt::format("{}:{}:{}: error: not valid JSON: {}", source_name, line, column, what);
+}
+
+}  // namespace
+
 Plan PlanFromJson(const Graph& graph, const std::string& text, const std::string& source_name) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw UserError(fmt::format("{}: not valid JSON: {}", source_name, e.what()));
+    throw UserError(JsonSyntaxError(text, source_name, e));
   }
   if (!doc.is_object() || !doc.contains("groups") || !doc["groups"].is_array())
     throw UserError(fmt::format("{}: expected an object with a \"groups\" array", source_name));

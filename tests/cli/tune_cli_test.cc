@@ -169,8 +169,8 @@ TEST(TuneCli, BadInputIsExitTwoWithAPositionAndLeavesNoStore) {
   std::ofstream(bad) << "fn (%x: Tensor[(4,), float32]) {\n  nn.bach_matmul(%x, %x)\n}\n";
   auto r = RunFusetune("tune --db " + db.path() + " " + bad.string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find(bad.string() + ":2:3: error: unknown operator 'nn.bach_matmul'"),
-            std::string::npos)
+  // The diagnostic begins the line: not "error: FILE:2:3: error: ...".
+  EXPECT_EQ(r.err.rfind(bad.string() + ":2:3: error: unknown operator 'nn.bach_matmul'", 0), 0)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(db.path())) << "a rejected graph must not create the store";
 }

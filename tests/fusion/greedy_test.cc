@@ -133,5 +133,27 @@ TEST(PlanJson, RoundTripsAndRejectsBadPlans) {
   EXPECT_THROW(Schedule::Parse("vec=abc"), UserError);
 }
 
+// A plan file is text a user edits: its syntax errors name the line and column, as Relay's do.
+TEST(PlanJson, SyntaxErrorsNameTheLineAndColumn) {
+  GraphBuilder b;
+  ValueId x = b.AddParam("x", F32({4}));
+  b.SetOutputs({b.AddNode("exp", {x}, {})}, false);
+  Graph g = std::move(b).Build();
+  auto message = [&](const std::string& text) {
+    try {
+      PlanFromJson(g, text, "p.json");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("{\n  \"groups\": [\n    [\"%0\"] x\n"),
+            "p.json:3:12: error: not valid JSON: syntax error while parsing array - invalid "
+            "literal; last read: '\"%0\"] x'; expected ']'");
+  EXPECT_EQ(message("version"),
+            "p.json:1:1: error: not valid JSON: syntax error while parsing "
+            "value - invalid literal; last read: 'v'");
+}
+
 }  // namespace
 }  // namespace fusetune
