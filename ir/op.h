@@ -86,6 +86,9 @@ struct OpDef {
   std::vector<AttrSpec> attrs;
   OpPattern pattern = OpPattern::kOpaque;
   OpKind kind = OpKind::kElementwise;
+  // Its output is its first input's memory read in another shape (row-major order unchanged:
+  // reshape, expand_dims, squeeze), so a kernel may read that input in place of computing it.
+  bool row_major_view = false;
 
   InferFn infer;
   AccessFn access;  // kElementwise, kInjective (and the prologue reads of kReduce)

@@ -78,6 +78,7 @@ Shape ReshapeTarget(const TensorType& in, const IntList& newshape, bool allowzer
 
 void AddReshape(OpList& ops) {
   auto def = NewInjective("reshape");
+  def->row_major_view = true;
   def->attrs = {{"newshape", AttrKind::kIntList, NoneAttr{}},
                 {"allowzero", AttrKind::kBool, false}};
   def->infer = [](std::span<const TensorType> in, const Attrs& attrs) {
@@ -170,6 +171,7 @@ int ExpandAxis(const TensorType& in, const Attrs& attrs) {
 
 void AddExpandDims(OpList& ops) {
   auto def = NewInjective("expand_dims", OpPattern::kBroadcast);
+  def->row_major_view = true;
   def->attrs = {{"axis", AttrKind::kInt, NoneAttr{}}, {"num_newaxis", AttrKind::kInt, int64_t{1}}};
   def->infer = [](std::span<const TensorType> in, const Attrs& attrs) {
     int axis = ExpandAxis(in[0], attrs);
@@ -204,6 +206,7 @@ std::vector<bool> SqueezedAxes(const TensorType& in, const Attrs& attrs) {
 
 void AddSqueeze(OpList& ops) {
   auto def = NewInjective("squeeze");
+  def->row_major_view = true;
   def->attrs = {{"axis", AttrKind::kOptionalIntList, NoneAttr{}}};
   def->infer = [](std::span<const TensorType> in, const Attrs& attrs) {
     std::vector<bool> squeezed = SqueezedAxes(in[0], attrs);

@@ -153,6 +153,19 @@ TEST(GroupCodegen, MatmulsAlone) {
 
 // Fused groups ----------------------------------------------------------------------------------
 
+// Operands that are reshapes of a kernel input are read from that input's memory as they are.
+TEST(GroupCodegen, MatmulOperandsThroughReshapes) {
+  ExpectMatch(
+      "fn (%x: Tensor[(3, 3, 40), float32], %w: Tensor[(37, 40), float32]) {\n"
+      "  %0 = reshape(%x, newshape=[9, 40]);\n  %1 = expand_dims(%0, axis=1);\n"
+      "  %2 = squeeze(%1, axis=[1]);\n  %3 = nn.dense(%2, %w);\n  add(%3, 1f)\n}",
+      {{"0", "1", "2", "3", "4"}}, kAccum);
+  ExpectMatch(
+      "fn (%x: Tensor[(3, 17, 24), float32], %y: Tensor[(105, 24), float32]) {\n"
+      "  %0 = reshape(%y, newshape=[3, 35, 24]);\n  nn.batch_matmul(%x, %0)\n}",
+      {{"0", "1"}}, kAccum);
+}
+
 TEST(GroupCodegen, SeedKernels) {
   ExpectMatch(
       "fn (%x: Tensor[(10, 12, 37), float32], %m: Tensor[(10, 12, 1), float32]) { exp(subtract(%x, "

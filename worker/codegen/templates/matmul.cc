@@ -68,6 +68,18 @@ int CountNodes(const ScalarExpr& e, bool& transcendental) {
   return n;
 }
 
+// The group input whose memory `v` is, itself or through reshapes (OpDef::row_major_view), else
+// -1. Such an operand is read from that input as it is: evaluated as a prologue it would be read
+// element by element, index arithmetic and all, for every task (16 ms more for BERT's QKV dense).
+ValueId ViewedGroupInput(const Graph& graph, const FusedGroup& group, ValueId v) {
+  for (;;) {
+    if (std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end()) return v;
+    const fusetune::Value& node = graph.value(v);
+    if (!node.op || !node.op->row_major_view || node.inputs.empty()) return -1;
+    v = node.inputs[0];
+  }
+}
+
 // Loads every leaf of an inlined prologue expression at scalar coordinates and evaluates it.
 class PrologueOperand {
  public:
@@ -321,8 +333,8 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
   desc.tiling = ResolveMatmulTiling(layout, schedule, threads);
   auto operand = [&](ValueId v, bool is_a) {
     MatmulOperand op = is_a ? OperandA(layout, -1, false) : OperandB(layout, -1, false);
-    if (std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end()) {
-      op.buffer = buffers.Of(v);
+    if (ValueId read = ViewedGroupInput(graph, group, v); read >= 0) {
+      op.buffer = buffers.Of(read);
     } else {
       auto prologue = std::make_shared<PrologueOperand>(graph, group, buffers, layout, v, is_a);
       op.compute = [prologue](MatmulBuilder& b, Value* bufs, Value* bi, Value* i, Value* k) {
