@@ -191,9 +191,9 @@ namespace {
 std::string JsonSyntaxError(const std::string& text, const std::string& source_name,
                             const nlohmann::json::parse_error& e) {
   const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-  const size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+  const size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
   const size_t line = 1 + std::count(text.begin(), text.begin() + at, '\n');
-  const size_t column = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
+  const size_t column = line_start == std::string::npos ? at + 1 : at - line_start;
   std::string what = e.what();
   if (size_t c = what.find("column "); c != std::string::npos) {
     if (size_t colon = what.find(": ", c); colon != std::string::npos)
