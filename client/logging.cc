@@ -4,10 +4,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-#include <map>
+#include <optional>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -17,11 +20,24 @@
 namespace fusetune::cli {
 namespace {
 
-const std::map<std::string, spdlog::level::level_enum> kLevels = {
+// The --log-level names, in --help's order.
+const std::vector<std::pair<std::string, spdlog::level::level_enum>> kLevels = {
     {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
     {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
 
 const std::vector<std::string> kFormats = {"text", "json"};
+
+std::vector<std::string> LevelNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, level] : kLevels) names.push_back(name);
+  return names;
+}
+
+std::optional<spdlog::level::level_enum> LevelNamed(std::string_view name) {
+  for (const auto& [n, level] : kLevels)
+    if (n == name) return level;
+  return std::nullopt;
+}
 
 // The parent's choice, for processes fusetune starts itself (sandbox children), whose command
 // lines carry no log flags: their lines then interleave with the parent's in one format and level.
@@ -35,8 +51,7 @@ struct LogSettings {
 LogSettings& Settings() {
   static LogSettings settings = [] {
     LogSettings s;
-    if (const char* level = std::getenv(kLevelEnv); level && kLevels.contains(level))
-      s.level = level;
+    if (const char* level = std::getenv(kLevelEnv); level && LevelNamed(level)) s.level = level;
     if (const char* format = std::getenv(kFormatEnv);
         format && std::find(kFormats.begin(), kFormats.end(), format) != kFormats.end())
       s.format = format;
@@ -46,22 +61,10 @@ LogSettings& Settings() {
 }
 
 std::string_view LevelName(spdlog::level::level_enum level) {
-  switch (level) {
-    case spdlog::level::trace:
-      return "trace";
-    case spdlog::level::debug:
-      return "debug";
-    case spdlog::level::info:
-      return "info";
-    case spdlog::level::warn:
-      return "warn";
-    case spdlog::level::err:
-      return "error";
-    case spdlog::level::critical:
-      return "critical";
-    default:
-      return "off";
-  }
+  if (level == spdlog::level::critical) return "critical";  // logged, never asked for
+  for (const auto& [name, l] : kLevels)
+    if (l == level) return name;
+  return "off";
 }
 
 // ISO 8601 in UTC with milliseconds: 2026-11-30T00:53:52.123Z.
@@ -112,7 +115,7 @@ void UseLogger(const std::string& name) {
     logger = std::make_shared<spdlog::logger>(
         name, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   }
-  logger->set_level(kLevels.at(s.level));
+  logger->set_level(*LevelNamed(s.level));
   ::setenv(kLevelEnv, s.level.c_str(), 1);
   ::setenv(kFormatEnv, s.format.c_str(), 1);
   // Warnings and errors reach the terminal (or the collector) at once, even when stderr is a file.
@@ -121,9 +124,9 @@ void UseLogger(const std::string& name) {
 }
 
 void AddLoggingFlags(CLI::App& app) {
-  std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
-  app.add_option("--log-level", Settings().level, "log level: trace, debug, info, warn, error, off")
-      ->check(CLI::IsMember(levels))
+  app.add_option("--log-level", Settings().level,
+                 fmt::format("log level: {}", fmt::join(LevelNames(), ", ")))
+      ->check(CLI::IsMember(LevelNames()))
       ->capture_default_str();
   app.add_option("--log-format", Settings().format,
                  "log lines on stderr: text, or json (one object per line)")
@@ -136,9 +139,8 @@ void AddLoggingFlags(CLI::App& app) {
 
 void MentionLoggingFlags(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({}))
-    sub->footer(
-        "Logging (every subcommand): --log-level trace|debug|info|warn|error|off, "
-        "--log-format text|json");
+    sub->footer(fmt::format("Logging (every subcommand): --log-level {}, --log-format {}",
+                            fmt::join(LevelNames(), "|"), fmt::join(kFormats, "|")));
 }
 
 }  // namespace fusetune::cli

@@ -118,22 +118,26 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
         run.pool, run.job.alone ? std::max(run.pool.cores(), run.job.threads) : run.job.threads);
     r.compile_ms += MsSince(start);
     start = std::chrono::steady_clock::now();
+    const bool debug = spdlog::should_log(spdlog::level::debug);
     rusage before{}, after{};
-    getrusage(RUSAGE_THREAD, &before);
+    if (debug) getrusage(RUSAGE_THREAD, &before);
     PlanProfile profile =
         executor.Measure(JobTiming(run.job.timing, best_us, call_ms, run.job.alone),
                          PlanExecutor::KernelTimes::kInSequence);
     r.timing_ms = MsSince(start);
-    getrusage(RUSAGE_THREAD, &after);
-    // Each repeat, and whether this thread itself was disturbed while timing (page faults, the
-    // scheduler taking its core): on a shared machine a slow repeat with neither came from outside.
-    spdlog::debug(
-        "job {} plan {}: check call {:.4g} µs; {} repeat(s) of {} call(s): {::.4g} µs; while "
-        "timing {} page fault(s), {} involuntary context switch(es)",
-        run.job.id, r.name, call_ms * 1e3, profile.total.repeat, profile.total.number,
-        profile.total.samples_us,
-        after.ru_minflt - before.ru_minflt + after.ru_majflt - before.ru_majflt,
-        after.ru_nivcsw - before.ru_nivcsw);
+    if (debug) {
+      getrusage(RUSAGE_THREAD, &after);
+      // Each repeat, and whether this thread itself was disturbed while timing (page faults, the
+      // scheduler taking its core): on a shared machine a slow repeat with neither came from
+      // outside.
+      spdlog::debug(
+          "job {} plan {}: check call {:.4g} µs; {} repeat(s) of {} call(s): {::.4g} µs; while "
+          "timing {} page fault(s), {} involuntary context switch(es)",
+          run.job.id, r.name, call_ms * 1e3, profile.total.repeat, profile.total.number,
+          profile.total.samples_us,
+          after.ru_minflt - before.ru_minflt + after.ru_majflt - before.ru_majflt,
+          after.ru_nivcsw - before.ru_nivcsw);
+    }
     r.median_us = profile.total.median_us;
     r.min_us = profile.total.min_us;
     r.stddev_us = profile.total.stddev_us;
