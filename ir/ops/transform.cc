@@ -86,19 +86,31 @@ void AddReshape(OpList& ops) {
                                                  attrs.GetBool("allowzero"))};
   };
   def->access = [](std::span<const TensorType> in, const TensorType& out, const Attrs&) {
-    // Row-major flat position of the output coordinate, unravelled in the input's shape.
-    std::vector<int64_t> out_strides = RowMajorStrides(out.shape);
+    // Row-major flat position of the output coordinate, unravelled in the input's shape. Trailing
+    // dimensions both shapes share are read as they are: the same position for in-bounds
+    // coordinates, and the last one stays a unit-stride lane index for the code generator
+    // ([256, 1, 768] -> [256, 768] reads (i + j, k), not ((768i + 768j + k) / 768, ... % 768)).
+    const Shape& in_shape = in[0].shape;
+    int kept = 0;
+    while (kept < out.rank() && kept < in[0].rank() &&
+           out.shape[out.rank() - 1 - kept] == in_shape[in[0].rank() - 1 - kept])
+      ++kept;
+    const Shape out_lead(out.shape.begin(), out.shape.end() - kept);
+    const Shape in_lead(in_shape.begin(), in_shape.end() - kept);
+    std::vector<int64_t> out_strides = RowMajorStrides(out_lead);
     IndexExpr flat = ix::Const(0);
-    for (int i = 0; i < out.rank(); ++i)
-      flat = ix::Add(flat, ix::Mul(ix::Var(i), ix::Const(out_strides[i])));
-    std::vector<int64_t> in_strides = RowMajorStrides(in[0].shape);
+    for (size_t i = 0; i < out_lead.size(); ++i)
+      flat = ix::Add(flat, ix::Mul(ix::Var(static_cast<int>(i)), ix::Const(out_strides[i])));
+    std::vector<int64_t> in_strides = RowMajorStrides(in_lead);
     InputAccess read;
-    for (int j = 0; j < in[0].rank(); ++j) {
+    for (size_t j = 0; j < in_lead.size(); ++j) {
       IndexExpr e = ix::FloorDiv(flat, ix::Const(in_strides[j]));
-      if (j > 0) e = ix::Mod(e, ix::Const(in[0].shape[j]));
-      if (in[0].shape[j] == 1) e = ix::Const(0);
+      if (j > 0) e = ix::Mod(e, ix::Const(in_lead[j]));
+      if (in_lead[j] == 1) e = ix::Const(0);
       read.index.push_back(e);
     }
+    for (int k = 0; k < kept; ++k)
+      read.index.push_back(ix::Var(static_cast<int>(out_lead.size()) + k));
     return OneInput(std::move(read));
   };
   // newshape spells the output's sizes: a positive entry is one, and so are the codes 0 (copy)

@@ -94,5 +94,60 @@ TEST(PlanChanges, ASearchedScheduleIsNamedByTheKnobsItChanges) {
                 t.graph.value(t.bias[1]).name + " %" + t.graph.value(t.relu[1]).name + "]");
 }
 
+// A dense, its bias, a reshape to the residual's shape and the residual add: TVM's rules stop the
+// dense's group at the reshape (injective); the matmul template computes it all on the tile.
+TEST(PlanChanges, AnEpilogueThroughAReshapeIsAKindOfItsOwn) {
+  GraphBuilder b;
+  const ValueId x = b.AddParam("x", F32({19, 40}));
+  const ValueId w = b.AddParam("w", F32({37, 40}));
+  const ValueId bias = b.AddParam("b", F32({37}));
+  const ValueId r = b.AddParam("r", F32({19, 1, 37}));
+  const ValueId dense = b.AddNode("nn.dense", {x, w}, {});
+  const ValueId biased = b.AddNode("add", {dense, bias}, {});
+  Attrs shape;
+  shape.Set("newshape", IntList{19, 1, 37});
+  const ValueId view = b.AddNode("reshape", {biased}, shape);
+  const ValueId sum = b.AddNode("add", {view, r}, {});
+  b.SetOutputs({sum}, false);
+  const Graph g = std::move(b).Build();
+
+  const std::vector<ValueId> all = {dense, biased, view, sum};
+  std::string why;
+  const std::optional<FusedGroup> group = AnalyzeGroup(g, all, &why);
+  ASSERT_TRUE(group) << why;
+  EXPECT_EQ(group->templ, GroupTemplate::kMatmul);
+  EXPECT_EQ(group->outputs, std::vector<ValueId>{sum});
+
+  const std::vector<PlanGroup> greedy = GreedyOnDefaults(g);
+  ASSERT_EQ(greedy.size(), 2u);  // [dense, bias] and [reshape, add]
+  EXPECT_EQ(greedy[0].nodes, (std::vector<ValueId>{dense, biased}));
+  const std::vector<PlanChange> changes =
+      ChangesFromGreedy(g, {{all, DefaultOf(g, all)}}, greedy, 1);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].fusion, "epilogue through a reshape");
+
+  // A reshape that moves the last axis is refused, and so is any reshape after a reduction.
+  GraphBuilder b2;
+  const ValueId x2 = b2.AddParam("x", F32({19, 40}));
+  const ValueId w2 = b2.AddParam("w", F32({37, 40}));
+  const ValueId d2 = b2.AddNode("nn.dense", {x2, w2}, {});
+  Attrs moved;
+  moved.Set("newshape", IntList{37, 19});
+  const ValueId v2 = b2.AddNode("reshape", {d2}, moved);
+  const ValueId e2 = b2.AddNode("exp", {v2}, {});
+  Attrs columns;
+  columns.Set("axis", IntList{0});
+  const ValueId s2 = b2.AddNode("sum", {x2}, columns);
+  Attrs row;
+  row.Set("newshape", IntList{1, 40});
+  const ValueId v3 = b2.AddNode("reshape", {s2}, row);
+  b2.SetOutputs({e2, v3}, true);
+  const Graph g2 = std::move(b2).Build();
+  EXPECT_FALSE(AnalyzeGroup(g2, std::vector<ValueId>{d2, v2, e2}, &why));
+  EXPECT_NE(why.find("changes the shape"), std::string::npos) << why;
+  EXPECT_FALSE(AnalyzeGroup(g2, std::vector<ValueId>{s2, v3}, &why));
+  EXPECT_NE(why.find("is not element-wise"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace fusetune
