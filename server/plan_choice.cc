@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ir/text/signature.h"
+#include "server/cover_merging.h"
 #include "server/noise.h"
 #include "server/partition_search.h"
 #include "server/stage_log.h"
@@ -78,10 +79,15 @@ std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
       out.push_back(std::move(greedy->first));
       continue;
     }
+    const Partition merged = MergeWithinNoise(costed, ranked.best, kNoiseFloor);
+    if (merged.groups.size() < ranked.best.groups.size())
+      spdlog::debug("region {}: fewer kernels within noise of the best cover: {}", tr.signature,
+                    CoverText(graph, tr.region, merged));
     Plan tuned{"tuned", {}};
-    for (size_t idx : ranked.best.groups)
+    for (size_t idx : merged.groups)
       tuned.groups.push_back(
           {tr.region.groups[idx].nodes, plan.groups.at(rs.group_sigs[idx]).best_schedule()});
+    SortGroupsTopologically(graph, tuned);
     out.push_back(std::move(tuned));
   }
   return out;

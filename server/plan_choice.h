@@ -2,7 +2,8 @@
 // Stage: plan choice. Per searched region, the partition DP (server/partition_search.h) over its
 // candidate groups at their fastest measured time, a pruned or invalid group never chosen: the
 // fastest exact cover, with each group's fastest schedule; greedy's grouping instead when its
-// groups' times sum within the unpaired noise floor (3%) of that cover's. This is where a later
+// groups' times sum within the unpaired noise floor (3%) of that cover's, else the cover with
+// fewer kernels within that floor (server/cover_merging.h). This is where a later
 // cost model that ranks schedules, or new kinds of fusion, hand their candidates to the DP.
 #include <optional>
 #include <utility>
