@@ -264,6 +264,7 @@ bool ReadsAnchorInPlace(const std::vector<IndexExpr>& index, const Shape& anchor
   if (last->op != IndexOp::kVar || last->var + 1 != static_cast<int>(out_shape.size()))
     return false;
   const int64_t rows = TensorType{DType::kFloat32, out_shape}.NumElements() / out_shape.back();
+  if (rows == 0) return true;  // nothing is stored
   const std::vector<int64_t> out_strides = RowMajorStrides(out_shape);
   const std::vector<int64_t> anchor_strides = RowMajorStrides(anchor_shape);
   for (int64_t row : {int64_t{0}, rows / 2, rows - 1}) {
