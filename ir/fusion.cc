@@ -346,22 +346,12 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);
     Reach(g, users, group.anchor, in_group, /*downward=*/false, prologue);
     const TensorType& anchor_type = g.value(group.anchor).type;
-    // A matmul's epilogue may also see the tile through reshapes: with as many elements as the
-    // anchor, each value's row-major position is the anchor's, so the tile is still computed in
-    // place (BERT's out projection, reshaped, then the residual add). No TVM rule fuses a dense
-    // through an injective op; only the search forms such a group.
-    const bool through_views = group.templ == GroupTemplate::kMatmul;
     for (ValueId v : epilogue) {
       const OpDef& op = *g.value(v).op;
-      const bool view = through_views && op.row_major_view;
-      if (!view && (op.kind != OpKind::kElementwise || op.pattern > OpPattern::kBroadcast))
+      if (op.kind != OpKind::kElementwise || op.pattern > OpPattern::kBroadcast)
         return Reject(why_not, fmt::format("{} ({}) after the anchor is not element-wise",
                                            g.RefName(v), op.name));
-      const TensorType& type = g.value(v).type;
-      const bool same_position = through_views ? type.NumElements() == anchor_type.NumElements() &&
-                                                     type.shape.back() == anchor_type.shape.back()
-                                               : type.shape == anchor_type.shape;
-      if (!same_position)
+      if (g.value(v).type.shape != anchor_type.shape)
         return Reject(why_not, fmt::format("{} ({}) after the anchor changes the shape",
                                            g.RefName(v), op.name));
     }

@@ -13,8 +13,7 @@
 // Prologue ops (producers of the anchor inside the group) must be ElemWise/Broadcast/Injective and
 // are inlined through their index maps. Epilogue ops (consumers of the anchor) must be
 // ElemWise/Broadcast ops whose output shape equals the anchor's, so they apply element by element
-// before the store; a kMatmul epilogue may also hold reshapes (OpDef::row_major_view) when every
-// epilogue value has the anchor's element count and last axis, so it sits at the anchor's position. A node whose value is used outside the group (or is a graph output) becomes an
+// before the store. A node whose value is used outside the group (or is a graph output) becomes an
 // extra kernel output; it must be the sink, the anchor, or an epilogue/element-wise node whose
 // shape equals the sink's, so it is stored at the same index as the sink.
 //

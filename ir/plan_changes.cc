@@ -14,32 +14,12 @@ std::vector<ValueId> Sorted(std::vector<ValueId> nodes) {
   return nodes;
 }
 
-// Whether a matmul group's epilogue reaches its outputs through a reshape (ir/fusion.h).
-bool EpilogueThroughView(const Graph& graph, const FusedGroup& group) {
-  std::vector<ValueId> stack{group.anchor};
-  std::vector<bool> seen(graph.values().size(), false);
-  while (!stack.empty()) {
-    const ValueId v = stack.back();
-    stack.pop_back();
-    for (ValueId u : graph.Users(v)) {
-      if (seen[u] || std::find(group.nodes.begin(), group.nodes.end(), u) == group.nodes.end())
-        continue;
-      if (graph.value(u).op->row_major_view) return true;
-      seen[u] = true;
-      stack.push_back(u);
-    }
-  }
-  return false;
-}
-
 std::string Fusion(const Graph& graph, const std::vector<ValueId>& nodes,
                    const std::vector<ValueId>& recomputed) {
   const std::optional<FusedGroup> group = AnalyzeGroup(graph, nodes, nullptr, recomputed);
   if (group && group->Attention()) return "attention kernel";
   if (group && group->Horizontal()) return "horizontal GEMM";
   if (group && group->norm >= 0) return "layer norm folded";
-  if (group && group->templ == GroupTemplate::kMatmul && EpilogueThroughView(graph, *group))
-    return "epilogue through a reshape";
   if (group && !group->recompute.empty()) {
     std::string names;
     for (ValueId v : group->recompute) names += (names.empty() ? "" : " ") + graph.RefName(v);

@@ -166,23 +166,6 @@ TEST(GroupCodegen, MatmulOperandsThroughReshapes) {
       {{"0", "1"}}, kAccum);
 }
 
-// An epilogue through reshapes: BERT's out projection, reshaped to the residual's [S, 1, 768],
-// then the residual add; bias before the view, a broadcast after it, a 3-D batch_matmul tile.
-TEST(GroupCodegen, MatmulEpilogueThroughReshapes) {
-  ExpectMatch(
-      "fn (%x: Tensor[(19, 40), float32], %w: Tensor[(37, 40), float32], %b: Tensor[(37), "
-      "float32], %r: Tensor[(19, 1, 37), float32], %s: Tensor[(37), float32]) {\n"
-      "  %0 = nn.dense(%x, %w);\n  %1 = add(%0, %b);\n  %2 = reshape(%1, newshape=[19, 1, 37]);\n"
-      "  %3 = add(%2, %r);\n  multiply(%3, %s)\n}",
-      {{"0", "1", "2", "3", "4"}, {"0", "1", "2", "3"}, {"0", "1", "2"}}, kAccum);
-  ExpectMatch(
-      "fn (%x: Tensor[(2, 9, 24), float32], %y: Tensor[(2, 35, 24), float32], %r: Tensor[(3, 6, "
-      "35), float32]) {\n"
-      "  %0 = nn.batch_matmul(%x, %y);\n  %1 = reshape(%0, newshape=[3, 6, 35]);\n"
-      "  %2 = expand_dims(%1, axis=0);\n  %3 = squeeze(%2, axis=[0]);\n  add(%3, %r)\n}",
-      {{"0", "1", "2", "3", "4"}}, kAccum);
-}
-
 TEST(GroupCodegen, SeedKernels) {
   ExpectMatch(
       "fn (%x: Tensor[(10, 12, 37), float32], %m: Tensor[(10, 12, 1), float32]) { exp(subtract(%x, "

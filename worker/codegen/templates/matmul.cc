@@ -137,16 +137,7 @@ struct OutputPlan {
   DType dtype;
   bool is_anchor;
   InlinedExpr expr;  // unused when is_anchor
-  Shape shape;       // the anchor's, or a reshape of it with the same last axis (ir/fusion.h)
 };
-
-// The output's coordinates at the tile's row (the anchor's leading axes, flattened) and lanes.
-std::vector<Value*> RowCoords(MatmulBuilder& b, Value* row, const Shape& shape) {
-  std::vector<Value*> coords =
-      Unflatten(b, row, std::span<const int64_t>(shape.data(), shape.size() - 1));
-  coords.push_back(nullptr);  // the last axis runs along the lanes
-  return coords;
-}
 
 class GroupEpilogue : public TileEpilogue {
  public:
@@ -158,6 +149,10 @@ class GroupEpilogue : public TileEpilogue {
         outputs_(std::move(outputs)) {}
 
   void EmitVector(MatmulBuilder& b, const TileVector& v) override {
+    const int rank = static_cast<int>(out_shape_.size());
+    std::vector<Value*> coords =
+        Unflatten(b, v.row, std::span<const int64_t>(out_shape_.data(), rank - 1));
+    coords.push_back(nullptr);  // the last axis runs along the lanes
     // Compute every output before storing any, so no input load is ordered after a store.
     std::vector<Value*> results;
     for (const OutputPlan& out : outputs_) {
@@ -165,7 +160,6 @@ class GroupEpilogue : public TileEpilogue {
         results.push_back(v.acc);
         continue;
       }
-      const std::vector<Value*> coords = RowCoords(b, v.row, out.shape);
       results.push_back(Splat(b,
                               LowerLeaves(
                                   b, graph_, buffers_, v.buffers, out.expr,
@@ -189,19 +183,22 @@ class GroupEpilogue : public TileEpilogue {
   // Prefetches the full-size inputs (one element per output element, e.g. the seed's %z); small
   // broadcast inputs (a bias) stay in cache anyway.
   void EmitPrefetch(MatmulBuilder& b, const TileVector& v) override {
+    const int rank = static_cast<int>(out_shape_.size());
     int64_t out_elements = 1;
     for (int64_t d : out_shape_) out_elements *= d;
+    std::vector<Value*> coords;
     llvm::Function* prefetch = nullptr;
     for (const OutputPlan& out : outputs_) {
-      std::vector<Value*> coords;
       for (const ExprLeaf& leaf : out.expr.leaves) {
         if (leaf.kind != ExprLeaf::Kind::kInput ||
             graph_.value(leaf.value).type.NumElements() < out_elements)
           continue;
-        if (coords.empty()) coords = RowCoords(b, v.row, out.shape);
-        if (!prefetch)
+        if (coords.empty()) {
+          coords = Unflatten(b, v.row, std::span<const int64_t>(out_shape_.data(), rank - 1));
+          coords.push_back(nullptr);
           prefetch = llvm::Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(),
                                                      llvm::Intrinsic::prefetch, {b.getPtrTy()});
+        }
         Value* base = BufferBase(b, v.buffers, buffers_.Of(leaf.value));
         const Shape& shape = graph_.value(leaf.value).type.shape;
         if (Value* p = LeafRowAddress(b, base, leaf, shape, coords, v.n_start)) {
@@ -253,35 +250,6 @@ bool IsIdentityIndex(const std::vector<IndexExpr>& index) {
   return true;
 }
 
-// Whether `index` (the anchor's coordinates as a function of an output's, `out_shape`) reads
-// the anchor at the output's own row-major position: the identity, or, through reshapes, the same
-// last coordinate and leading coordinates that flatten alike. The fusion rules guarantee it;
-// this checks the index maps at the first, last and a middle row.
-bool ReadsAnchorInPlace(const std::vector<IndexExpr>& index, const Shape& anchor_shape,
-                        const Shape& out_shape) {
-  if (out_shape == anchor_shape) return IsIdentityIndex(index);
-  const IndexExpr& last = index.back();
-  if (last->op != IndexOp::kVar || last->var + 1 != static_cast<int>(out_shape.size()))
-    return false;
-  const int64_t rows = TensorType{DType::kFloat32, out_shape}.NumElements() / out_shape.back();
-  if (rows == 0) return true;  // nothing is stored
-  const std::vector<int64_t> out_strides = RowMajorStrides(out_shape);
-  const std::vector<int64_t> anchor_strides = RowMajorStrides(anchor_shape);
-  for (int64_t row : {int64_t{0}, rows / 2, rows - 1}) {
-    std::vector<int64_t> coords(out_shape.size(), 0);
-    int64_t rest = row * out_shape.back();
-    for (size_t d = 0; d < out_shape.size(); ++d) {
-      coords[d] = rest / out_strides[d];
-      rest %= out_strides[d];
-    }
-    int64_t read = 0;
-    for (size_t d = 0; d < index.size(); ++d)
-      read += EvalIndex(index[d], coords) * anchor_strides[d];
-    if (read != row * out_shape.back()) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Value* BufferBase(MatmulBuilder& b, Value* buffers, int index) {
@@ -313,18 +281,14 @@ std::unique_ptr<TileEpilogue> MakeGroupEpilogue(const Graph& graph, const FusedG
   std::vector<OutputPlan> outputs;
   for (ValueId v : group.outputs) {
     const TensorType& type = graph.value(v).type;
-    const bool in_place = type.shape.back() == out_shape.back() &&
-                          type.NumElements() == TensorType{type.dtype, out_shape}.NumElements();
-    FT_CHECK(in_place,
-             fmt::format("matmul group output {} is not the anchor's shape or a reshape of it "
-                         "with the same last axis",
-                         graph.RefName(v)));
-    OutputPlan plan{v, buffers.Of(v), type.dtype, v == group.anchor, {}, type.shape};
+    FT_CHECK(
+        type.shape == out_shape,
+        fmt::format("matmul group output {} does not have the anchor's shape", graph.RefName(v)));
+    OutputPlan plan{v, buffers.Of(v), type.dtype, v == group.anchor, {}};
     if (!plan.is_anchor) {
       plan.expr = InlineValue(graph, group, v, IdentityCoords(type.rank()));
       for (const ExprLeaf& leaf : plan.expr.leaves) {
-        FT_CHECK(leaf.kind != ExprLeaf::Kind::kAnchor ||
-                     ReadsAnchorInPlace(leaf.index, out_shape, type.shape),
+        FT_CHECK(leaf.kind != ExprLeaf::Kind::kAnchor || IsIdentityIndex(leaf.index),
                  "an epilogue reads the anchor away from its own position");
       }
     }
