@@ -274,6 +274,36 @@ TEST(TypeInference, Injective) {
       "except along axis 0");
 }
 
+// A reshape's index map reads every output position at the input's row-major position, and keeps
+// the trailing axes both shapes share as plain variables (the code generator's unit-stride lanes).
+TEST(IndexMaps, ReshapeReadsTheSamePositionAndKeepsSharedTrailingAxes) {
+  const OpDef& reshape = *FindOp("reshape");
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{4, 1, 6}, {4, 6}}, {{4, 6}, {1, 4, 6}}, {{2, 3, 4}, {6, 4}}, {{2, 3, 4}, {3, 8}},
+      {{5, 7}, {35}},      {{12, 64}, {768}},   {{3, 1}, {1, 3, 1}}};
+  for (const auto& [in, out] : cases) {
+    const Attrs attrs = NormalizeAttrs(reshape, Attrs({{"newshape", IntList(out)}}));
+    const std::vector<TensorType> ins = {F32(in)};
+    const TensorType out_type = reshape.infer(ins, attrs);
+    const AccessMap map = reshape.access(ins, out_type, attrs);
+    const std::vector<IndexExpr>& index = map.inputs[0].index;
+    ASSERT_EQ(index.size(), in.size());
+    if (in.back() == out.back()) {
+      EXPECT_EQ(index.back()->op, IndexOp::kVar) << FormatIndex(index.back());
+      EXPECT_EQ(index.back()->var, static_cast<int>(out.size()) - 1);
+    }
+    const std::vector<int64_t> out_strides = RowMajorStrides(out), in_strides = RowMajorStrides(in);
+    const int64_t n = out_type.NumElements();
+    for (int64_t flat = 0; flat < n; ++flat) {
+      std::vector<int64_t> coords(out.size());
+      for (size_t d = 0; d < out.size(); ++d) coords[d] = flat / out_strides[d] % out[d];
+      int64_t read = 0;
+      for (size_t d = 0; d < in.size(); ++d) read += EvalIndex(index[d], coords) * in_strides[d];
+      ASSERT_EQ(read, flat) << "reshape " << F32(in).ToString() << " to " << out_type.ToString();
+    }
+  }
+}
+
 TEST(TypeInference, Anchors) {
   EXPECT_EQ(Infer("nn.dense", {F32({128, 768}), F32({3072, 768})}), F32({128, 3072}));
   EXPECT_EQ(

@@ -27,7 +27,7 @@ TEST(MergeWithinNoise, TakesTheUnionOnlyWithinTheFloorOfTheBestCover) {
 }
 
 TEST(MergeWithinNoise, TheFloorIsTheBestCoversNotEachStepsAndTheCheapestMergeGoesFirst) {
-  // Three kernels in a chain; each union of two costs 10 more than its parts, all three 25 more.
+  // Three kernels in a chain; a union of two costs 8 or 12 more than its parts, all three 25 more.
   std::vector<CostedGroup> c = {{{1}, 300},    {{2}, 300},    {{3}, 400},
                                 {{1, 2}, 612}, {{2, 3}, 708}, {{1, 2, 3}, 1025}};
   const Partition best = Cover({0, 1, 2}, c);  // 1000; the floor allows up to 1030
