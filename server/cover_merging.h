@@ -5,7 +5,7 @@
 // (3%) hides what a small one costs. BERT's FFN 1 with its GELU measured 5,402 µs; the same group
 // with the GELU's trailing multiply by 0.5 measured 5,607 µs, so the DP kept the multiply as a
 // kernel of its own (70 µs): one more write and read of [S, 3072]. Re-timed in one process the two
-// dense kernels ran alike (5,412 and 5,438 µs) and the merged plan was 0.1-0.8 ms faster.
+// dense kernels ran alike (5,412 and 5,438 µs) and the merged plan was 0.2-0.8 ms faster.
 // Two covers whose sums differ by less than that noise are not told apart by these figures, and
 // the one with fewer kernels saves traffic between kernels that groups timed alone do not show;
 // whole-plan validation then judges the result against the baselines as before.
