@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include <fmt/format.h>
@@ -28,7 +29,8 @@ namespace {
 using llvm::Value;
 
 constexpr int kLanes = 16;
-constexpr int64_t kPackedABytes = 256 << 10;  // the A block a prologue is evaluated into
+constexpr int64_t kPackedABytes = 256 << 10;      // the A block a prologue is evaluated into
+constexpr int64_t kReusedPackedABytes = 1 << 20;  // the same, packed once for all n blocks
 
 // Splits a flat index into coordinates over `dims` (row-major), scalar i64.
 std::vector<Value*> Unflatten(MatmulBuilder& b, Value* flat, std::span<const int64_t> dims) {
@@ -100,6 +102,33 @@ class PrologueOperand {
                                    return LoadLeafScalar(b, base, leaf, shape, coords);
                                  }),
                      DType::kFloat32);
+  }
+
+  // A PackAFn: rows [m0, m_end) of A, k in [k0, k0 + k_count), evaluated 16 lanes along k at a
+  // time into [m - m0][kc]. Element by element, each lane's index arithmetic and load ran alone,
+  // and the head merge (transpose + reshape) as the out projection's A was 11 ms slower than its
+  // own kernel at S = 256; in rows, a read through such views is a vector load per 16 floats.
+  void PackRows(MatmulBuilder& b, Value* buffers, Value* bi, Value* m0, Value* m_end, Value* k0,
+                Value* k_count, int64_t kc, Value* out) const {
+    auto* f32 = b.getFloatTy();
+    // k0 is a multiple of kc, and the lanes step by 16 from it.
+    const int64_t align = std::gcd(kc, int64_t{kLanes});
+    EmitCountedLoop(b, m0, m_end, 1, "pack_am", [&](MatmulBuilder& b, Value* m) {
+      std::vector<Value*> coords = Coords(b, bi, m, nullptr);
+      Value* dst = b.CreateInBoundsGEP(f32, out, b.CreateMul(b.CreateSub(m, m0), b.getInt64(kc)));
+      EmitCountedLoop(
+          b, b.getInt64(0), k_count, kLanes, "pack_ak", [&](MatmulBuilder& b, Value* kk) {
+            Value* mask = LanesBelow(b, kk, k_count);
+            Value* k = b.CreateAdd(k0, kk);
+            Value* x =
+                LowerLeaves(b, graph_, buffers_, buffers, expr_,
+                            [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
+                              return LoadLeafRow(b, base, leaf, shape, coords, k, mask, align);
+                            });
+            b.CreateMaskedStore(Splat(b, ConvertTo(b, x, DType::kFloat32), kLanes),
+                                b.CreateInBoundsGEP(f32, dst, kk), llvm::Align(4), mask);
+          });
+    });
   }
 
  private:
@@ -346,15 +375,29 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
   if (group.norm >= 0) {
     desc.a = OperandA(layout, -1, false);
     desc.pack_a = NormalizedRowsPacker(graph, group, buffers, layout);
+  } else if (ViewedGroupInput(graph, group, anchor.inputs[0]) < 0 && !layout.transpose_a) {
+    // A computed A along its stored last axis: packed in rows, 16 lanes at a time.
+    auto rows =
+        std::make_shared<PrologueOperand>(graph, group, buffers, layout, anchor.inputs[0], true);
+    desc.a = OperandA(layout, -1, false);
+    desc.pack_a = [rows](MatmulBuilder& b, Value* bufs, Value* bi, Value* m0, Value* m_end,
+                         Value* k0, Value* k_count, int64_t kc, Value* out) {
+      rows->PackRows(b, bufs, bi, m0, m_end, k0, k_count, kc, out);
+    };
   } else {
     desc.a = operand(anchor.inputs[0], true);
   }
   desc.b = operand(anchor.inputs[1], false);
   if (desc.a.compute || desc.pack_a) {
     // A computed A is packed [mc][kc] per task: keep that block cache-sized (the default mc is
-    // all of M), at the price of more tasks.
+    // all of M), at the price of more tasks. Rows computed along k with B packed at bind time are
+    // packed once per row block and read by all its n blocks (matmul_task.cc), as a plain A is
+    // read from its buffer: a taller block streams B fewer times (the head merge into BERT's out
+    // projection at S = 256: 1,481-1,511 µs in one block against 1,512-1,585 in three).
     MatmulTiling& t = desc.tiling;
-    int64_t rows = std::max<int64_t>(t.mr, (kPackedABytes / (t.kc * 4)) / t.mr * t.mr);
+    const bool reused_rows = desc.pack_a && group.norm < 0 && t.wpack;
+    const int64_t budget = reused_rows ? kReusedPackedABytes : kPackedABytes;
+    int64_t rows = std::max<int64_t>(t.mr, (budget / (t.kc * 4)) / t.mr * t.mr);
     t.mc = std::min(t.mc, rows);
     if (desc.pack_a && t.mc < layout.m) {
       // Equal blocks: a folded norm's tasks run rows outer (matmul_task.cc), so a short last

@@ -3,7 +3,8 @@
 // element-wise/injective producers of its operands (the prologue) and element-wise/broadcast
 // consumers of its result (the epilogue), lowered to one kernel:
 //
-//   prologue   evaluated element by element while the operand is packed (inside the call)
+//   prologue   evaluated while the operand is packed (inside the call): A along k 16 lanes at a
+//              time (once per row block when B is packed at bind time), else element by element
 //   product    register-blocked micro-kernel over packed B (matmul_emit.h)
 //   epilogue   every group output computed from the accumulator tile, row by row, and stored
 //              straight from registers: no extra buffer and no second pass over the output, so a

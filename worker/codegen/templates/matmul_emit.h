@@ -110,7 +110,8 @@ using PackBFn = std::function<void(MatmulBuilder& builder, llvm::Value* buffers,
 
 // Emits the packing of a task's A rows, replacing the element-by-element prologue: rows [m0,
 // m_end) of batch `b`, k in [k0, k0 + k_count), into `out` as [m - m0][kc] floats. A folded layer
-// norm sets it (templates/matmul_norm.h): each row needs its mean and deviation first.
+// norm sets it (templates/matmul_norm.h: each row needs its mean and deviation first), and so does
+// a prologue computing A along k (templates/matmul.cc: 16 lanes at a time).
 using PackAFn = std::function<void(MatmulBuilder& builder, llvm::Value* buffers, llvm::Value* b,
                                    llvm::Value* m0, llvm::Value* m_end, llvm::Value* k0,
                                    llvm::Value* k_count, int64_t kc, llvm::Value* out)>;

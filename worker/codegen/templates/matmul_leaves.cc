@@ -3,6 +3,10 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+
 #include "ir/error.h"
 #include "worker/codegen/scalar_lowering.h"
 
@@ -16,12 +20,33 @@ constexpr unsigned kLanes = 16;
 struct LaneIndex {
   enum Kind { kUniform, kUnit, kVector } kind;
   Value* v;  // i64 (kUniform: the index; kUnit: the index of lane 0) or <16 x i64>
+  // kUnit: a known divisor of lane 0's index. A unit run that starts on a multiple of 16 stays
+  // inside one segment of any extent that is a multiple of 16, so dividing it by such an extent
+  // is uniform and its remainder a unit run again: the split of a row into heads (k / 64,
+  // k % 64) reads one vector instead of gathering 16 lanes.
+  int64_t align = 1;
 };
+
+// A divisor of `e`'s value at every position known without the coordinates' values (their
+// own divisors are unknown: 1).
+int64_t KnownDivisor(const IndexExpr& e) {
+  switch (e->op) {
+    case IndexOp::kConst:
+      return e->value == 0 ? int64_t{1} << 40 : std::abs(e->value);
+    case IndexOp::kAdd:
+      return std::gcd(KnownDivisor(e->a), KnownDivisor(e->b));
+    case IndexOp::kMul:
+      return std::min(KnownDivisor(e->a) * KnownDivisor(e->b), int64_t{1} << 40);
+    default:
+      return 1;
+  }
+}
 
 class RowIndexer {
  public:
-  RowIndexer(llvm::IRBuilderBase& b, std::span<Value* const> coords, Value* last_start)
-      : b_(b), coords_(coords), last_start_(last_start) {}
+  RowIndexer(llvm::IRBuilderBase& b, std::span<Value* const> coords, Value* last_start,
+             int64_t start_align = 1)
+      : b_(b), coords_(coords), last_start_(last_start), start_align_(start_align) {}
 
   LaneIndex Lower(const IndexExpr& e) {
     switch (e->op) {
@@ -31,14 +56,14 @@ class RowIndexer {
         FT_CHECK(e->var >= 0 && e->var < static_cast<int>(coords_.size()),
                  "index variable out of range");
         if (last_start_ && e->var + 1 == static_cast<int>(coords_.size()))
-          return {LaneIndex::kUnit, last_start_};
+          return {LaneIndex::kUnit, last_start_, start_align_};
         return {LaneIndex::kUniform, coords_[e->var]};
       case IndexOp::kAdd: {
         LaneIndex a = Lower(e->a), c = Lower(e->b);
         if (a.kind == LaneIndex::kUniform && c.kind != LaneIndex::kVector)
-          return {c.kind, b_.CreateAdd(a.v, c.v)};
+          return {c.kind, b_.CreateAdd(a.v, c.v), std::gcd(c.align, KnownDivisor(e->a))};
         if (c.kind == LaneIndex::kUniform && a.kind != LaneIndex::kVector)
-          return {a.kind, b_.CreateAdd(a.v, c.v)};
+          return {a.kind, b_.CreateAdd(a.v, c.v), std::gcd(a.align, KnownDivisor(e->b))};
         return {LaneIndex::kVector, b_.CreateAdd(Vector(a), Vector(c))};
       }
       case IndexOp::kMul: {
@@ -53,6 +78,13 @@ class RowIndexer {
       case IndexOp::kFloorDiv:
       case IndexOp::kMod: {
         LaneIndex a = Lower(e->a), c = Lower(e->b);
+        if (a.kind == LaneIndex::kUnit && a.align % kLanes == 0 && e->b->op == IndexOp::kConst &&
+            e->b->value > 0 && e->b->value % kLanes == 0) {
+          Value* q = FloorDiv(a.v, c.v);
+          if (e->op == IndexOp::kFloorDiv) return {LaneIndex::kUniform, q};
+          return {LaneIndex::kUnit, b_.CreateSub(a.v, b_.CreateMul(q, c.v)),
+                  std::gcd(a.align, e->b->value)};
+        }
         bool uniform = a.kind == LaneIndex::kUniform && c.kind == LaneIndex::kUniform;
         Value* x = uniform ? a.v : Vector(a);
         Value* y = uniform ? c.v : Vector(c);
@@ -101,6 +133,7 @@ class RowIndexer {
   llvm::IRBuilderBase& b_;
   std::span<Value* const> coords_;
   Value* last_start_;
+  int64_t start_align_;
 };
 
 // The flat element offset of the leaf, from its per-dimension indices (row-major strides).
@@ -153,8 +186,9 @@ Value* LoadLeafScalar(llvm::IRBuilderBase& b, Value* base, const ExprLeaf& leaf,
 }
 
 Value* LoadLeafRow(llvm::IRBuilderBase& b, Value* base, const ExprLeaf& leaf, const Shape& shape,
-                   std::span<Value* const> coords, Value* last_start, Value* mask) {
-  RowIndexer ix(b, coords, last_start);
+                   std::span<Value* const> coords, Value* last_start, Value* mask,
+                   int64_t start_align) {
+  RowIndexer ix(b, coords, last_start, start_align);
   if (leaf.kind == ExprLeaf::Kind::kIndex) return IndexValue(ix, b, leaf);
   FT_CHECK(leaf.kind == ExprLeaf::Kind::kInput, "only input leaves are loaded");
   LaneIndex flat = FlatOffset(ix, b, leaf, shape);
@@ -190,9 +224,9 @@ Value* LanesBelow(llvm::IRBuilderBase& b, Value* start, Value* limit) {
 }
 
 Value* LeafRowAddress(llvm::IRBuilderBase& b, Value* base, const ExprLeaf& leaf, const Shape& shape,
-                      std::span<Value* const> coords, Value* last_start) {
+                      std::span<Value* const> coords, Value* last_start, int64_t start_align) {
   if (leaf.kind != ExprLeaf::Kind::kInput) return nullptr;
-  RowIndexer ix(b, coords, last_start);
+  RowIndexer ix(b, coords, last_start, start_align);
   LaneIndex flat = FlatOffset(ix, b, leaf, shape);
   if (flat.kind != LaneIndex::kUnit) return nullptr;
   return b.CreateInBoundsGEP(MemoryType(b.getContext(), leaf.dtype), base, flat.v);

@@ -25,10 +25,12 @@ llvm::Value* LoadLeafScalar(llvm::IRBuilderBase& b, llvm::Value* base, const Exp
 
 // `coords` are scalar i64 except the last, whose lane i is `last_start` + i (the last value of
 // `coords` is ignored). Lanes where `mask` (<16 x i1>, may be null = all) is false are not read.
-// Returns a scalar (uniform) or a 16-lane vector, in register form.
+// `start_align`: a known divisor of `last_start` (a multiple of 16 lets a split of the last axis
+// into segments of a multiple of 16 read one vector). Returns a scalar (uniform) or a 16-lane
+// vector, in register form.
 llvm::Value* LoadLeafRow(llvm::IRBuilderBase& b, llvm::Value* base, const ExprLeaf& leaf,
                          const Shape& leaf_shape, std::span<llvm::Value* const> coords,
-                         llvm::Value* last_start, llvm::Value* mask);
+                         llvm::Value* last_start, llvm::Value* mask, int64_t start_align = 1);
 
 // The mask of the 16 lanes start + i < limit (`start`, `limit` scalar i64): the lanes of a row
 // read from `start` that lie inside it.
@@ -38,6 +40,6 @@ llvm::Value* LanesBelow(llvm::IRBuilderBase& b, llvm::Value* start, llvm::Value*
 // prefetch wants), or nullptr when the read is uniform, a gather, or not a load.
 llvm::Value* LeafRowAddress(llvm::IRBuilderBase& b, llvm::Value* base, const ExprLeaf& leaf,
                             const Shape& leaf_shape, std::span<llvm::Value* const> coords,
-                            llvm::Value* last_start);
+                            llvm::Value* last_start, int64_t start_align = 1);
 
 }  // namespace fusetune::codegen

@@ -15,8 +15,8 @@ namespace fusetune::codegen::matmul_detail {
 
 // task(buffers, begin, end): tasks are numbered (b, n block, m block), m block fastest, so a
 // thread's consecutive tasks share a packed B block when there is one k block. A kernel that
-// packs A through pack_a (a folded layer norm) and finds B packed at bind time numbers them
-// (b, m block, n block) instead, so consecutive tasks share the normalised A block.
+// packs A through pack_a (a folded layer norm, a computed A) and finds B packed at bind time
+// numbers them (b, m block, n block) instead, so consecutive tasks share the packed A block.
 Function* Emitter::EmitTask() {
   Function* f = NewFunction(d_.name + ".task", Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, true);
   Value *buffers = f->getArg(0), *begin = f->getArg(1), *end = f->getArg(2);
