@@ -20,6 +20,9 @@ std::string Fusion(const Graph& graph, const std::vector<ValueId>& nodes,
   if (group && group->Attention()) return "attention kernel";
   if (group && group->Horizontal()) return "horizontal GEMM";
   if (group && group->norm >= 0) return "layer norm folded";
+  // A member before the anchor computes an operand: the rules fuse only a matmul's consumers.
+  if (group && group->templ == GroupTemplate::kMatmul && group->nodes.front() < group->anchor)
+    return "matmul prologue";
   if (group && !group->recompute.empty()) {
     std::string names;
     for (ValueId v : group->recompute) names += (names.empty() ? "" : " ") + graph.RefName(v);

@@ -12,9 +12,10 @@ namespace fusetune {
 struct PlanChange {
   std::vector<ValueId> nodes;  // the plan's group
   // Why the group is not greedy's: "attention kernel" (attention as one kernel), "horizontal
-  // GEMM" (sibling matmuls as one), "layer norm folded" (a norm in its matmul's packing), "no
-  // fusion" (a group of one op that greedy fuses),
-  // "other grouping" (any other group greedy does not form); "" when greedy has this group.
+  // GEMM" (sibling matmuls as one), "layer norm folded" (a norm in its matmul's packing),
+  // "matmul prologue" (a producer of a matmul's operand in its kernel: the head merge before an
+  // out projection), "no fusion" (a group of one op that greedy fuses), "other grouping" (any
+  // other group greedy does not form); "" when greedy has this group.
   std::string fusion;
   std::string schedule;       // the group's knobs when they are not its template's default, else ""
   std::string knobs_changed;  // only the knobs that differ from the default, "wpack=1"

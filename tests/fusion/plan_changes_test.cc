@@ -77,6 +77,25 @@ TEST(PlanChanges, NamesEachKindOfGroupGreedyDoesNotForm) {
   EXPECT_EQ(split_changes[0].nodes, dense_bias);
 }
 
+// The head merge of attention computed in the out projection's packing of A: greedy stores it.
+TEST(PlanChanges, AProducerOfAMatmulOperandIsAPrologue) {
+  GraphBuilder b;
+  const ValueId heads = b.AddParam("heads", F32({4, 8, 16}));
+  const ValueId t = b.AddNode("transpose", {heads}, Attrs({{"axes", IntList{1, 0, 2}}}));
+  const ValueId r = b.AddNode("reshape", {t}, Attrs({{"newshape", IntList{8, 64}}}));
+  const ValueId d = b.AddNode("nn.dense", {r, b.AddParam("w", F32({32, 64}))}, {});
+  const ValueId relu = b.AddNode("nn.relu", {d}, {});
+  b.SetOutputs({relu}, false);
+  const Graph g = std::move(b).Build();
+  const std::vector<PlanGroup> greedy = GreedyOnDefaults(g);
+  ASSERT_EQ(greedy.size(), 2u) << "the head merge, then the dense with its relu";
+  const std::vector<ValueId> merged = {t, r, d, relu};
+  const std::vector<PlanChange> changes =
+      ChangesFromGreedy(g, {{merged, DefaultOf(g, merged)}}, greedy, 1);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].fusion, "matmul prologue");
+}
+
 TEST(PlanChanges, ASearchedScheduleIsNamedByTheKnobsItChanges) {
   TwoDenses t = MakeTwoDenses();
   std::vector<PlanGroup> greedy = GreedyOnDefaults(t.graph);

@@ -689,8 +689,12 @@ TEST_F(TunerTest, ARecomputingPlanIsStoredAndServedAndNoRecomputeAvoidsIt) {
   off.search.recompute = false;
   TuneReport apart = Tune(g, off, store, backend);
   EXPECT_TRUE(recomputed(apart.regions).empty());
-  for (const RegionReport& region : apart.regions)  // the stored plan that recomputes is not served
-    if (region.nodes.size() > 1) EXPECT_FALSE(region.cached);
+  // The stored plan that recomputes is not served.
+  for (const RegionReport& region : apart.regions) {
+    if (region.nodes.size() > 1) {
+      EXPECT_FALSE(region.cached);
+    }
+  }
   TuneReport after = Tune(g, {}, store, backend);
   for (const RegionReport& region : after.regions) EXPECT_TRUE(region.cached);
   EXPECT_EQ(recomputed(after.regions), (std::vector<ValueId>{sub, sub}));
