@@ -3,8 +3,6 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 
-#include <algorithm>
-#include <cstdlib>
 #include <numeric>
 
 #include "ir/error.h"
@@ -27,16 +25,17 @@ struct LaneIndex {
   int64_t align = 1;
 };
 
-// A divisor of `e`'s value at every position known without the coordinates' values (their
-// own divisors are unknown: 1).
+// A power-of-two divisor of `e`'s value at every position, known without the coordinates'
+// values (theirs are unknown: 1), at most 2^20; all the alignment rule asks is whether 16 divides.
 int64_t KnownDivisor(const IndexExpr& e) {
+  constexpr int64_t kCap = int64_t{1} << 20;
   switch (e->op) {
     case IndexOp::kConst:
-      return e->value == 0 ? int64_t{1} << 40 : std::abs(e->value);
+      return e->value == 0 ? kCap : std::gcd(e->value, kCap);
     case IndexOp::kAdd:
       return std::gcd(KnownDivisor(e->a), KnownDivisor(e->b));
     case IndexOp::kMul:
-      return std::min(KnownDivisor(e->a) * KnownDivisor(e->b), int64_t{1} << 40);
+      return std::gcd(KnownDivisor(e->a) * KnownDivisor(e->b), kCap);
     default:
       return 1;
   }
