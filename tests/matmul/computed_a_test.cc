@@ -24,6 +24,7 @@
 namespace fusetune::codegen {
 namespace {
 
+using test::CompiledMaxError;
 using test::TheJit;
 using test_graphs::F32;
 using test_graphs::WholeGroup;
@@ -52,30 +53,6 @@ Graph ExpBatchProduct(int64_t batch, int64_t m, int64_t n, int64_t k) {
   return std::move(b).Build();
 }
 
-// The largest |kernel - reference| of one run, the output poisoned first; bound to its weights
-// first when `bind`.
-double RunError(const Graph& graph, const FusedGroup& group, const CompiledKernel& kernel,
-                const std::vector<Tensor>& values, int threads, bool bind) {
-  std::vector<void*> buffers;
-  for (ValueId v : group.inputs) buffers.push_back(const_cast<void*>(values[v].data()));
-  Tensor out(graph.value(group.outputs[0]).type);
-  for (int64_t i = 0; i < out.size(); ++i) out.Set(i, NAN);
-  buffers.push_back(out.data());
-  if (bind) kernel.Bind(buffers.data());
-  runtime::SetNumThreads(threads);
-  kernel.Run(buffers.data());
-  runtime::SetNumThreads(1);
-  if (bind) kernel.Unbind(buffers.data());
-  const Tensor& want = values[group.outputs[0]];
-  double worst = 0;
-  for (int64_t i = 0; i < want.size(); ++i) {
-    const double e = std::abs(out.Get(i) - want.Get(i));
-    if (std::isnan(e)) return INFINITY;
-    worst = std::max(worst, e);
-  }
-  return worst;
-}
-
 void ExpectEverySchedule(const Graph& graph, const std::string& name) {
   const FusedGroup group = WholeGroup(graph);
   ASSERT_EQ(group.templ, GroupTemplate::kMatmul) << name;
@@ -90,9 +67,10 @@ void ExpectEverySchedule(const Graph& graph, const std::string& name) {
     for (const Schedule& s : space) {
       const std::string what = fmt::format("{} '{}' at {} threads", name, s.ToString(), threads);
       auto kernel = CompileGroup(graph, group, s, TheJit(), {.threads = threads});
-      EXPECT_LT(RunError(graph, group, *kernel, values, threads, false), tol) << what;
+      EXPECT_LT(CompiledMaxError(graph, group, *kernel, values, threads), tol) << what;
       if (kernel->packs_weights_ahead()) {
-        EXPECT_LT(RunError(graph, group, *kernel, values, threads, true), tol) << "bound: " << what;
+        EXPECT_LT(CompiledMaxError(graph, group, *kernel, values, threads, true), tol)
+            << "bound: " << what;
       }
     }
   }

@@ -27,6 +27,7 @@
 namespace fusetune::codegen {
 namespace {
 
+using test::CompiledMaxError;
 using test::TheJit;
 using test_graphs::F32;
 
@@ -57,25 +58,6 @@ Graph NormProduct(const NormCase& c) {
   return std::move(b).Build();
 }
 
-// The largest |kernel - reference| of one run (the output poisoned first).
-double RunError(const Graph& graph, const FusedGroup& group, const CompiledKernel& kernel,
-                const std::vector<Tensor>& values, std::vector<void*> buffers, int threads) {
-  Tensor out(graph.value(group.outputs[0]).type);
-  for (int64_t i = 0; i < out.size(); ++i) out.Set(i, NAN);
-  buffers.push_back(out.data());
-  runtime::SetNumThreads(threads);
-  kernel.Run(buffers.data());
-  runtime::SetNumThreads(1);
-  const Tensor& want = values[group.outputs[0]];
-  double worst = 0;
-  for (int64_t i = 0; i < want.size(); ++i) {
-    const double e = std::abs(out.Get(i) - want.Get(i));
-    if (std::isnan(e)) return INFINITY;
-    worst = std::max(worst, e);
-  }
-  return worst;
-}
-
 TEST(FoldedNorm, EveryScheduleMatchesNormThenDense) {
   const NormCase cases[] = {
       {{37, 53}, 45, false, true, true},   {{2, 19, 67}, 33, true, true, true},
@@ -89,8 +71,6 @@ TEST(FoldedNorm, EveryScheduleMatchesNormThenDense) {
     ASSERT_EQ(group.templ, GroupTemplate::kMatmul);
     ASSERT_EQ(group.norm, graph.FindByName(c.residual ? "1" : "0").value());
     const std::vector<Tensor> values = InterpretAll(graph, RandomInputs(graph, 7));
-    std::vector<void*> inputs;
-    for (ValueId v : group.inputs) inputs.push_back(const_cast<void*>(values[v].data()));
     const double tol = 1e-5 * std::sqrt(static_cast<double>(c.x.back())) + 1e-6;
     int bound_schedules = 0;
     for (int threads : {1, 2}) {
@@ -104,14 +84,10 @@ TEST(FoldedNorm, EveryScheduleMatchesNormThenDense) {
             "threads",
             F32(c.x).ToString(), c.n, c.residual, c.scale, c.center, s.ToString(), threads);
         auto kernel = CompileGroup(graph, group, s, TheJit(), {.threads = threads});
-        EXPECT_LT(RunError(graph, group, *kernel, values, inputs, threads), tol) << what;
+        EXPECT_LT(CompiledMaxError(graph, group, *kernel, values, threads), tol) << what;
         if (!kernel->packs_weights_ahead()) continue;
         ++bound_schedules;
-        std::vector<void*> all = inputs;
-        Tensor scratch_out(graph.value(group.outputs[0]).type);
-        all.push_back(scratch_out.data());
-        kernel->Bind(all.data());
-        EXPECT_LT(RunError(graph, group, *kernel, values, inputs, threads), tol)
+        EXPECT_LT(CompiledMaxError(graph, group, *kernel, values, threads, true), tol)
             << "bound: " << what;
       }
     }

@@ -13,6 +13,7 @@
 #include "ir/fusion.h"
 #include "ir/interpreter.h"
 #include "ir/text/relay_parser.h"
+#include "worker/codegen/compile.h"
 #include "worker/codegen/jit.h"
 #include "worker/codegen/kernel_abi.h"
 #include "worker/codegen/runtime/thread_pool.h"
@@ -81,6 +82,32 @@ double KernelMaxError(const GroupFixture& f, int threads, Emit emit) {
       if (std::isnan(e)) return INFINITY;
       worst = std::max(worst, e);
     }
+  }
+  return worst;
+}
+
+// Runs a compiled group once at `threads` on the reference's values of its inputs, its one output
+// poisoned first, and returns the largest |kernel - reference|. With `bind`, the kernel is bound
+// to those inputs first (weights packed once: wpack) and unbound after.
+inline double CompiledMaxError(const Graph& graph, const FusedGroup& group,
+                               const CompiledKernel& kernel, const std::vector<Tensor>& values,
+                               int threads, bool bind = false) {
+  std::vector<void*> buffers;
+  for (ValueId v : group.inputs) buffers.push_back(const_cast<void*>(values[v].data()));
+  Tensor out(graph.value(group.outputs[0]).type);
+  for (int64_t i = 0; i < out.size(); ++i) out.Set(i, NAN);
+  buffers.push_back(out.data());
+  if (bind) kernel.Bind(buffers.data());
+  runtime::SetNumThreads(threads);
+  kernel.Run(buffers.data());
+  runtime::SetNumThreads(1);
+  if (bind) kernel.Unbind(buffers.data());
+  const Tensor& want = values[group.outputs[0]];
+  double worst = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    const double e = std::abs(out.Get(i) - want.Get(i));
+    if (std::isnan(e)) return INFINITY;
+    worst = std::max(worst, e);
   }
   return worst;
 }
