@@ -19,7 +19,6 @@
 #include "tests/matmul/group_fixture.h"
 #include "tests/matmul/weighted_product.h"
 #include "worker/codegen/compile.h"
-#include "worker/codegen/runtime/thread_pool.h"
 
 namespace fusetune::codegen {
 namespace {
