@@ -48,6 +48,18 @@ inline GroupFixture PrepareGroup(const std::string& text, const std::vector<std:
   return f;
 }
 
+// The largest |got - want| over the elements; infinite where either is NaN (an element the
+// kernel never wrote still holds its NaN poison).
+inline double MaxAbsError(const Tensor& got, const Tensor& want) {
+  double worst = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    const double e = std::abs(got.Get(i) - want.Get(i));
+    if (std::isnan(e)) return INFINITY;
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
 // Compiles the group with `emit(module, symbol)` (a template's Emit...Kernel), runs it at
 // `threads` and returns the largest |kernel - reference| over its outputs. Float outputs are
 // poisoned first, so an element the kernel never writes cannot pass.
@@ -75,14 +87,8 @@ double KernelMaxError(const GroupFixture& f, int threads, Emit emit) {
   fn(buffers.data());
   runtime::SetNumThreads(1);
   double worst = 0;
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    const Tensor& want = f.values[f.group.outputs[o]];
-    for (int64_t i = 0; i < want.size(); ++i) {
-      double e = std::abs(outputs[o].Get(i) - want.Get(i));
-      if (std::isnan(e)) return INFINITY;
-      worst = std::max(worst, e);
-    }
-  }
+  for (size_t o = 0; o < outputs.size(); ++o)
+    worst = std::max(worst, MaxAbsError(outputs[o], f.values[f.group.outputs[o]]));
   return worst;
 }
 
@@ -102,14 +108,7 @@ inline double CompiledMaxError(const Graph& graph, const FusedGroup& group,
   kernel.Run(buffers.data());
   runtime::SetNumThreads(1);
   if (bind) kernel.Unbind(buffers.data());
-  const Tensor& want = values[group.outputs[0]];
-  double worst = 0;
-  for (int64_t i = 0; i < want.size(); ++i) {
-    const double e = std::abs(out.Get(i) - want.Get(i));
-    if (std::isnan(e)) return INFINITY;
-    worst = std::max(worst, e);
-  }
-  return worst;
+  return MaxAbsError(out, values[group.outputs[0]]);
 }
 
 }  // namespace fusetune::codegen::test
