@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -65,7 +66,7 @@ constexpr int kRaceAfter = 2;
 constexpr double kRaceMargin = 0.10;
 
 struct PlanRun {
-  const Graph& graph;
+  std::shared_ptr<const Graph> graph;
   const MeasureJob& job;
   std::span<const Tensor> inputs;
   const std::vector<Tensor>& reference;
@@ -76,41 +77,56 @@ struct PlanRun {
   PrepPool& pool;
   // Waits until every kernel of the plan is in `kernels`; rethrows a compile's error.
   std::function<void(const Plan&)> await_kernels;
+  CheckedExecutors& checked;
 };
 
-PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, int& kernels) {
-  const Graph& g = run.graph;
+std::string CheckedKey(const MeasureJob& job, const JobPlan& plan) {
+  return CheckedExecutors::Key(job.graph_text, plan.json, job.seed, job.threads);
+}
+
+// `checked`: the plan's executor from an earlier job, or none.
+PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors::Checked checked,
+                   double best_us, int& kernels) {
+  const Graph& g = *run.graph;
   PlanResult r;
   r.name = job_plan.name;
   std::string stage = "compile";
   auto start = std::chrono::steady_clock::now();
   try {
-    Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
-    const std::string fault = InjectedFault(g, plan);
-    run.await_kernels(plan);
-    PlanExecutor executor(g, plan, run.jit, run.job.threads, &run.kernels);
-    r.compile_ms = MsSince(start);
-    kernels += executor.num_kernels();
-    stage = "run";
-    start = std::chrono::steady_clock::now();
-    executor.SetInputs(run.inputs);
-    if (fault == "crash") std::raise(SIGSEGV);
-    if (fault == "hang") std::this_thread::sleep_for(std::chrono::hours(24));
-    const auto call_start = std::chrono::steady_clock::now();
-    executor.Run();
-    const double call_ms = MsSince(call_start);
-    std::vector<Tensor> outputs = executor.Outputs();
-    if (fault == "wrong" && !outputs.empty() && outputs[0].size() > 0)
-      outputs[0].Set(0, outputs[0].Get(0) + 1.0);
-    const OutputComparison check = CheckOutputs(outputs, run.reference, run.spread);
-    r.max_abs_error = check.max_abs_error;
-    r.check_ms = MsSince(start);
-    if (!check.ok()) {
-      r.reason = fmt::format(
-          "wrong result: output {} differs from the reference by {:.3g} (allowed {:.3g})",
-          check.wrong_output, check.wrong_error, check.allowed);
-      return r;
+    std::optional<double> call_ms;  // the check's call; none for an executor checked before
+    if (checked.executor) {
+      r.max_abs_error = checked.max_abs_error;
+    } else {
+      Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
+      const std::string fault = InjectedFault(g, plan);
+      run.await_kernels(plan);
+      checked.graph = run.graph;
+      checked.executor =
+          std::make_unique<PlanExecutor>(g, plan, run.jit, run.job.threads, &run.kernels);
+      r.compile_ms = MsSince(start);
+      stage = "run";
+      start = std::chrono::steady_clock::now();
+      checked.executor->SetInputs(run.inputs);
+      if (fault == "crash") std::raise(SIGSEGV);
+      if (fault == "hang") std::this_thread::sleep_for(std::chrono::hours(24));
+      const auto call_start = std::chrono::steady_clock::now();
+      checked.executor->Run();
+      call_ms = MsSince(call_start);
+      std::vector<Tensor> outputs = checked.executor->Outputs();
+      if (fault == "wrong" && !outputs.empty() && outputs[0].size() > 0)
+        outputs[0].Set(0, outputs[0].Get(0) + 1.0);
+      const OutputComparison check = CheckOutputs(outputs, run.reference, run.spread);
+      r.max_abs_error = checked.max_abs_error = check.max_abs_error;
+      r.check_ms = MsSince(start);
+      if (!check.ok()) {
+        r.reason = fmt::format(
+            "wrong result: output {} differs from the reference by {:.3g} (allowed {:.3g})",
+            check.wrong_output, check.wrong_error, check.allowed);
+        return r;
+      }
     }
+    PlanExecutor& executor = *checked.executor;
+    kernels += executor.num_kernels();
     stage = "timing";
     start = std::chrono::steady_clock::now();
     // Waits for compiles on its cores (on every core for a job timed alone).
@@ -131,10 +147,11 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
       // scheduler taking its core): on a shared machine a slow repeat with neither came from
       // outside.
       spdlog::debug(
-          "job {} plan {}: check call {:.4g} µs; {} repeat(s) of {} call(s): {::.4g} µs; while "
+          "job {} plan {}: check call {}; {} repeat(s) of {} call(s): {::.4g} µs; while "
           "timing {} page fault(s), {} involuntary context switch(es)",
-          run.job.id, r.name, call_ms * 1e3, profile.total.repeat, profile.total.number,
-          profile.total.samples_us,
+          run.job.id, r.name,
+          call_ms ? fmt::format("{:.4g} µs", *call_ms * 1e3) : "none (checked before)",
+          profile.total.repeat, profile.total.number, profile.total.samples_us,
           after.ru_minflt - before.ru_minflt + after.ru_majflt - before.ru_majflt,
           after.ru_nivcsw - before.ru_nivcsw);
     }
@@ -145,6 +162,7 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
     r.repeat = profile.total.repeat;
     for (const KernelTiming& k : profile.kernels) r.kernel_us.push_back(k.timing.median_us);
     r.ok = true;
+    run.checked.Keep(CheckedKey(run.job, job_plan), std::move(checked));
   } catch (const std::exception& e) {
     r.ok = false;
     r.reason = fmt::format("{} error: {}", stage, e.what());
@@ -157,12 +175,13 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, double best_us, 
 
 }  // namespace
 
-TimingOptions JobTiming(const TimingOptions& asked, double best_us, double check_call_ms,
-                        bool alone) {
+TimingOptions JobTiming(const TimingOptions& asked, double best_us,
+                        std::optional<double> check_call_ms, bool alone) {
   TimingOptions t = asked;
   // The check has just run the plan once: one warm-up call fewer, or none after a call that long
   // (for a call of 8 ms and three repeats of one call, the warm-up was a fourth of the timing).
-  t.warmup = check_call_ms >= asked.min_repeat_ms ? 0 : std::max(0, asked.warmup - 1);
+  if (check_call_ms)
+    t.warmup = *check_call_ms >= asked.min_repeat_ms ? 0 : std::max(0, asked.warmup - 1);
   t.min_repeat = std::min(kMinRepeats, std::max(1, asked.repeat));
   t.tolerance = kAgreement;
   // A decision's rounds take each plan's fastest repeat (server/validation.cc), and a burst of
@@ -235,6 +254,10 @@ std::shared_future<void> JobRunner::EnsureKernel(std::shared_ptr<const Graph> gr
 
 void JobRunner::Prepare(const MeasureJob& job) {
   if (pool_.cores() == 0) return;  // nothing can run ahead
+  // A later round of plans checked before: Run needs neither their kernels nor the reference.
+  if (std::all_of(job.plans.begin(), job.plans.end(),
+                  [&](const JobPlan& plan) { return checked_.Contains(CheckedKey(job, plan)); }))
+    return;
   try {
     auto graph =
         std::make_shared<const Graph>(ParseRelay(job.graph_text, fmt::format("job {}", job.id)));
@@ -282,8 +305,14 @@ JobResult JobRunner::Run(const MeasureJob& job) {
       prepared_references_.erase(it);
     }
   }
-  bool have_reference = false;
-  if (prepared_reference) {
+  // The executors of this job's plans checked in an earlier job (a later round), all taken now,
+  // before timing one gives it back and might evict another. A job with one for every plan
+  // compares nothing with the reference: a whole model's is seconds of interpreting.
+  std::vector<CheckedExecutors::Checked> checked;
+  for (const JobPlan& plan : job.plans) checked.push_back(checked_.Take(CheckedKey(job, plan)));
+  bool have_reference = std::all_of(checked.begin(), checked.end(),
+                                    [](const auto& c) { return c.executor != nullptr; });
+  if (prepared_reference && !have_reference) {
     try {
       pool_.Wait(prepared_reference->done);
       reference = *prepared_reference->value;
@@ -306,7 +335,9 @@ JobResult JobRunner::Run(const MeasureJob& job) {
   // first plan runs. Without a pool they compile here, one by one: that is the job's compile time.
   start = std::chrono::steady_clock::now();
   std::vector<std::shared_future<void>> compiles;
-  for (const JobPlan& job_plan : job.plans) {
+  for (size_t i = 0; i < job.plans.size(); ++i) {
+    if (checked[i].executor) continue;
+    const JobPlan& job_plan = job.plans[i];
     try {
       Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
       for (KernelOrder& order : PlanKernels(g, plan, jit, job.threads))
@@ -336,13 +367,13 @@ JobResult JobRunner::Run(const MeasureJob& job) {
     std::lock_guard<std::mutex> lock(reference_mutex_);
     return references_.Spread(g, reference, job.seed);
   };
-  const PlanRun run{g,        job,   reference.inputs, reference.outputs, spread, jit,
-                    kernels_, pool_, await_kernels};
+  const PlanRun run{graph,    job,   reference.inputs, reference.outputs, spread, jit,
+                    kernels_, pool_, await_kernels,    checked_};
   phases.compile_ms = MsSince(start);
   double best_us = 0;
   int kernels = 0;
-  for (const JobPlan& plan : job.plans) {
-    result.plans.push_back(RunPlan(run, plan, best_us, kernels));
+  for (size_t i = 0; i < job.plans.size(); ++i) {
+    result.plans.push_back(RunPlan(run, job.plans[i], std::move(checked[i]), best_us, kernels));
     const PlanResult& r = result.plans.back();
     if (r.ok && (best_us == 0 || r.median_us < best_us)) best_us = r.median_us;
     phases.compile_ms += r.compile_ms;

@@ -20,10 +20,12 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "ir/graph.h"
+#include "worker/checked_executors.h"
 #include "worker/executor.h"
 #include "worker/job.h"
 #include "worker/kernel_cache.h"
@@ -39,10 +41,11 @@ class Jit;
 // The timing of a job's plans: the job's warm-up, repeat length and most repeats; adaptive from
 // 3 repeats; racing against `best_us`, the fastest plan of the job so far (0: none yet). The
 // check has just run the plan once, in `check_call_ms`: that counts as one warm-up call, and as
-// all of them when it lasted a repeat (a call that long has touched everything it will touch).
+// all of them when it lasted a repeat (a call that long has touched everything it will touch);
+// nullopt when no check ran (the plan was checked in an earlier job): every warm-up call.
 // A job timed `alone` (MeasureJob::alone: a decision rests on it) does not race.
-TimingOptions JobTiming(const TimingOptions& asked, double best_us, double check_call_ms = 0,
-                        bool alone = false);
+TimingOptions JobTiming(const TimingOptions& asked, double best_us,
+                        std::optional<double> check_call_ms = 0, bool alone = false);
 
 // The threads of a JobRunner's PrepPool: FUSETUNE_PREP_THREADS when set (0: compile and
 // interpret on the job's own thread, one kernel at a time), else the cores this process may use.
@@ -82,6 +85,7 @@ class JobRunner {
   KernelCache kernels_;
   std::mutex reference_mutex_;  // the ReferenceCache is not thread-safe
   ReferenceCache references_;
+  CheckedExecutors checked_;                                             // Run's alone
   std::mutex mutex_;                                                     // the maps below
   std::unordered_map<std::string, std::shared_future<void>> compiling_;  // by kernel key
   std::unordered_map<std::string, std::exception_ptr> failed_;           // by kernel key

@@ -146,6 +146,8 @@ TEST(Timing, JobsAdaptFromThreeRepeatsAndRaceTheBestPlan) {
   // A check call as long as a repeat was warm-up enough; a shorter one counts as one warm-up.
   EXPECT_EQ(JobTiming(asked, 0, 12.0).warmup, 0);
   EXPECT_EQ(JobTiming(asked, 0, 0.5).warmup, asked.warmup - 1);
+  // No check ran (a plan checked in an earlier job): every warm-up call.
+  EXPECT_EQ(JobTiming(asked, 0, std::nullopt).warmup, asked.warmup);
   asked.repeat = 1;  // never more repeats than the job allows
   EXPECT_EQ(JobTiming(asked, 0).min_repeat, 1);
 }

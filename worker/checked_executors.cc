@@ -1,0 +1,67 @@
+#include "worker/checked_executors.h"
+
+#include <fmt/format.h>
+
+namespace fusetune {
+
+CheckedExecutors::CheckedExecutors(int64_t max_bytes) : max_bytes_(max_bytes) {}
+
+std::string CheckedExecutors::Key(const std::string& graph_text, const std::string& plan_json,
+                                  uint64_t seed, int threads) {
+  return fmt::format("{}\n{}\n{}\n{}", seed, threads, plan_json, graph_text);
+}
+
+int64_t CheckedExecutors::Bytes(const Graph& graph) {
+  int64_t bytes = 0;
+  for (const Value& value : graph.values())
+    bytes += value.type.NumBytes() * (value.kind == ValueKind::kNode ? 1 : 2);
+  return bytes;
+}
+
+CheckedExecutors::Checked CheckedExecutors::Take(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return TakeLocked(key);
+}
+
+CheckedExecutors::Checked CheckedExecutors::TakeLocked(const std::string& key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return {};
+  Checked checked = std::move(it->second.checked);
+  bytes_ -= it->second.bytes;
+  recency_.erase(it->second.position);
+  entries_.erase(it);
+  return checked;
+}
+
+void CheckedExecutors::Keep(const std::string& key, Checked checked) {
+  const int64_t bytes = Bytes(*checked.graph);
+  if (bytes > max_bytes_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  TakeLocked(key);
+  while (bytes_ + bytes > max_bytes_) {
+    auto last = entries_.find(recency_.back());
+    bytes_ -= last->second.bytes;
+    entries_.erase(last);
+    recency_.pop_back();
+  }
+  recency_.push_front(key);
+  entries_.emplace(key, Entry{std::move(checked), bytes, recency_.begin()});
+  bytes_ += bytes;
+}
+
+bool CheckedExecutors::Contains(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.count(key) > 0;
+}
+
+size_t CheckedExecutors::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+int64_t CheckedExecutors::bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
+}
+
+}  // namespace fusetune

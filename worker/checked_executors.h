@@ -1,0 +1,62 @@
+#pragma once
+// Executors of plans that ran once and matched the reference, kept for a later job that asks for
+// the same plan of the same graph, on the same inputs (seed) and threads. Validation and the whole
+// graph's decision time the same plans again in every round, one job per round; for a 12-layer
+// encoder, building an executor, binding (and packing) its weights and the checking call cost
+// twice the plan's own time in each of them. The same executor on the same inputs computes what
+// it computed when it was checked, so a later round times it without checking it again.
+//
+// Bounded in bytes (an estimate: every value of the graph once, and its parameters and constants
+// once more, for weights packed at bind time); the least recently used leave first. Thread-safe:
+// a job is prepared on another thread than the one that runs jobs (worker/job_runner.h).
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "ir/graph.h"
+#include "worker/executor.h"
+
+namespace fusetune {
+
+class CheckedExecutors {
+ public:
+  explicit CheckedExecutors(int64_t max_bytes = int64_t{4} << 30);
+
+  struct Checked {
+    std::shared_ptr<const Graph> graph;  // the executor reads it for its whole life
+    std::unique_ptr<PlanExecutor> executor;
+    double max_abs_error = 0;  // its check's
+  };
+  // What job plans are kept under: the graph's text, the plan's JSON, the inputs' seed, threads.
+  static std::string Key(const std::string& graph_text, const std::string& plan_json, uint64_t seed,
+                         int threads);
+  // Upper bound on what an executor of any plan of `graph` holds.
+  static int64_t Bytes(const Graph& graph);
+
+  // The executor kept under `key`, taken out (a job gives it back with Keep after timing it), or
+  // an empty Checked.
+  Checked Take(const std::string& key);
+  void Keep(const std::string& key, Checked checked);
+  bool Contains(const std::string& key) const;
+
+  size_t size() const;
+  int64_t bytes() const;
+
+ private:
+  Checked TakeLocked(const std::string& key);
+  mutable std::mutex mutex_;
+  struct Entry {
+    Checked checked;
+    int64_t bytes = 0;
+    std::list<std::string>::iterator position;  // in recency_, most recent first
+  };
+  int64_t max_bytes_;
+  int64_t bytes_ = 0;
+  std::unordered_map<std::string, Entry> entries_;
+  std::list<std::string> recency_;
+};
+
+}  // namespace fusetune
