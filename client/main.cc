@@ -4,9 +4,11 @@
 // sandbox children of that binary (worker/sandbox.h).
 #include "client/app.h"
 #include "client/commands.h"
+#include "client/huge_page_restart.h"
 
 int main(int argc, char** argv) {
   using namespace fusetune::cli;
+  RestartWithHugePageMallocForLargeModels(argc, argv);
   return RunCommandLine(argc, argv, [](CLI::App& app) {
     RegisterCheckCommand(app);
     RegisterTuneCommand(app);

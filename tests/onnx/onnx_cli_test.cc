@@ -63,6 +63,19 @@ TEST_F(OnnxCli, CheckPrintsTheImportedGraph) {
   EXPECT_NE(r.out.find("erf("), std::string::npos) << r.out;
 }
 
+// A large model restarts `fusetune` on huge-page malloc (client/huge_page_restart.h): the bound
+// at one byte makes this one large, and the restarted command answers as the other does.
+TEST_F(OnnxCli, ALargeModelRestartsTheCommandWithTheSameAnswer) {
+  const std::string model = Write(DenseGelu(), "dense_gelu.onnx");
+  CommandResult plain = RunFusetune("check --types " + model, "GLIBC_TUNABLES=");
+  CommandResult restarted =
+      RunFusetune("check --types " + model, "GLIBC_TUNABLES= FUSETUNE_HUGE_PAGE_MODEL_BYTES=1");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(restarted.exit_code, 0) << restarted.err;
+  EXPECT_EQ(restarted.out, plain.out);
+  EXPECT_NE(plain.out.find("nn.dense"), std::string::npos) << plain.out;
+}
+
 TEST_F(OnnxCli, RunTakesInputsByNameAndWeightsFromTheModel) {
   ModelBuilder m = DenseGelu();
   const std::string model = Write(m, "dense_gelu.onnx");
