@@ -1,8 +1,19 @@
 #include "worker/checked_executors.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace fusetune {
+
+int64_t CheckedExecutors::DefaultMaxBytes() {
+  const int64_t bound = int64_t{4} << 30;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return bound;
+  return std::min(bound, static_cast<int64_t>(pages) * page / 4);
+}
 
 CheckedExecutors::CheckedExecutors(int64_t max_bytes) : max_bytes_(max_bytes) {}
 

@@ -7,7 +7,8 @@
 // it computed when it was checked, so a later round times it without checking it again.
 //
 // Bounded in bytes (an estimate: every value of the graph once, and its parameters and constants
-// once more, for weights packed at bind time); the least recently used leave first. Thread-safe:
+// once more, for weights packed at bind time) to 4 GiB or a quarter of the machine's memory; the
+// least recently used leave first. Thread-safe:
 // a job is prepared on another thread than the one that runs jobs (worker/job_runner.h).
 #include <cstdint>
 #include <list>
@@ -23,7 +24,9 @@ namespace fusetune {
 
 class CheckedExecutors {
  public:
-  explicit CheckedExecutors(int64_t max_bytes = int64_t{4} << 30);
+  // The default bound: 4 GiB, or a quarter of the machine's memory when that is less.
+  static int64_t DefaultMaxBytes();
+  explicit CheckedExecutors(int64_t max_bytes = DefaultMaxBytes());
 
   struct Checked {
     std::shared_ptr<const Graph> graph;  // the executor reads it for its whole life

@@ -96,6 +96,9 @@ TEST(CheckedExecutors, KeepsTheMostRecentWithinItsBytes) {
   CheckedExecutors small(bytes - 1);
   small.Keep("a", checked());
   EXPECT_EQ(small.size(), 0u) << "an executor larger than the bound is not kept";
+  // 4 GiB here (24 GiB machines); never above it, and room for a 12-layer encoder's plans.
+  EXPECT_LE(CheckedExecutors::DefaultMaxBytes(), int64_t{4} << 30);
+  EXPECT_GE(CheckedExecutors::DefaultMaxBytes(), int64_t{1} << 30);
   EXPECT_NE(CheckedExecutors::Key(kGraph, kFused, 1, 1),
             CheckedExecutors::Key(kGraph, kFused, 2, 1));
   EXPECT_NE(CheckedExecutors::Key(kGraph, kFused, 1, 1),
