@@ -160,13 +160,13 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
           after.ru_nivcsw - before.ru_nivcsw);
     }
     r.median_us = profile.total.median_us;
-    checked.call_ms = r.median_us / 1e3;
     r.min_us = profile.total.min_us;
     r.stddev_us = profile.total.stddev_us;
     r.number = profile.total.number;
     r.repeat = profile.total.repeat;
     for (const KernelTiming& k : profile.kernels) r.kernel_us.push_back(k.timing.median_us);
     r.ok = true;
+    checked.call_ms = r.median_us / 1e3;
     run.checked.Keep(CheckedKey(run.job, job_plan), std::move(checked));
   } catch (const std::exception& e) {
     r.ok = false;

@@ -85,8 +85,8 @@ class JobRunner {
   KernelCache kernels_;
   std::mutex reference_mutex_;  // the ReferenceCache is not thread-safe
   ReferenceCache references_;
-  CheckedExecutors checked_;                                             // Run's alone
-  std::mutex mutex_;                                                     // the maps below
+  CheckedExecutors checked_;  // plans checked in earlier jobs, for their later rounds
+  std::mutex mutex_;          // the maps below
   std::unordered_map<std::string, std::shared_future<void>> compiling_;  // by kernel key
   std::unordered_map<std::string, std::exception_ptr> failed_;           // by kernel key
   struct Prepared {  // what a job's preparation made, reported by its run
