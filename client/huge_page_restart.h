@@ -4,7 +4,7 @@
 // CodegenEnvironment): importing a model copies its weights a few times over (the file, the
 // protobuf, the tensors, the dense weights transposed), and the first touch of each 4 KiB page is
 // a page fault that this project's VMs pay 5-15 µs for. The 12-layer BERT encoder (340 MB) took
-// 3.9 s to import, 1.4-2.0 s on huge pages. glibc reads the tunable only when a process starts,
+// 3.9-4.8 s to import, 1.4-2.2 s on huge pages. glibc reads the tunable only when a process starts,
 // hence the restart; it costs a few ms, so a small graph (and `query`, which must start fast)
 // never pays it.
 #include <cstdint>

@@ -3,8 +3,8 @@
 // the same plan of the same graph, on the same inputs (seed) and threads. Validation and the whole
 // graph's decision time the same plans again in every round, one job per round; for a 12-layer
 // encoder, building an executor, binding (and packing) its weights and the checking call cost
-// twice the plan's own time in each of them. The same executor on the same inputs computes what
-// it computed when it was checked, so a later round times it without checking it again.
+// about as much as timing it, in each of them. The same executor on the same inputs computes
+// what it computed when it was checked, so a later round times it without checking it again.
 //
 // Bounded in bytes (an estimate: every value of the graph once, and its parameters and constants
 // once more, for weights packed at bind time) to 4 GiB or a quarter of the machine's memory; the
