@@ -78,7 +78,6 @@ class JobRunner {
   // as `job_id`'s. The future rethrows the compile's error.
   std::shared_future<void> EnsureKernel(std::shared_ptr<const Graph> graph, KernelOrder order,
                                         int threads, int64_t job_id);
-  std::shared_future<void> EnsureReference(std::shared_ptr<const Graph> graph, uint64_t seed);
 
   std::mutex jit_mutex_;
   std::unique_ptr<codegen::Jit> jit_;
