@@ -45,7 +45,8 @@ TEST_F(HugePageRestart, OnlyForAnOnnxFileOfTheBoundOrLarger) {
   EXPECT_FALSE(Wants({"tune", relay}, nullptr, 1)) << "Relay text is small: no restart";
   EXPECT_FALSE(Wants({"tune", (dir_ / "missing.onnx").string()}, nullptr, 1))
       << "the command reports a missing file itself";
-  EXPECT_FALSE(Wants({"tune", dir_.string() + "/"}, nullptr, 1));
+  fs::create_directories(dir_ / "models.onnx");
+  EXPECT_FALSE(Wants({"tune", (dir_ / "models.onnx").string()}, nullptr, 1)) << "a directory";
 }
 
 TEST_F(HugePageRestart, NeverTwiceNorAgainstTheUsersTunable) {
