@@ -20,6 +20,7 @@
 #include "ir/interpreter.h"
 #include "ir/matmul_schedule.h"
 #include "ir/schedule_space.h"
+#include "tests/matmul/group_fixture.h"
 #include "tests/matmul/weighted_product.h"
 #include "worker/codegen/compile.h"
 #include "worker/codegen/jit.h"
@@ -71,14 +72,8 @@ struct Kernel {
     kernel->Run(buffers.data());
     runtime::SetNumThreads(1);
     double worst = 0;
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      const Tensor& want = values[group.outputs[o]];
-      for (int64_t i = 0; i < want.size(); ++i) {
-        double e = std::abs(outputs[o].Get(i) - want.Get(i));
-        if (std::isnan(e)) return INFINITY;
-        worst = std::max(worst, e);
-      }
-    }
+    for (size_t o = 0; o < outputs.size(); ++o)
+      worst = std::max(worst, codegen::test::MaxAbsError(outputs[o], values[group.outputs[o]]));
     return worst;
   }
   // Index of the weight among the kernel's buffers.

@@ -19,11 +19,11 @@
 #include "tests/matmul/group_fixture.h"
 #include "tests/matmul/weighted_product.h"
 #include "worker/codegen/compile.h"
-#include "worker/codegen/runtime/thread_pool.h"
 
 namespace fusetune::codegen {
 namespace {
 
+using test::CompiledMaxError;
 using test::TheJit;
 using test_graphs::WholeGroup;
 
@@ -41,26 +41,12 @@ std::string DenseErfGelu(int64_t m, int64_t k, int64_t n) {
 double RelativeError(const Graph& graph, const FusedGroup& group, const Schedule& s, int threads) {
   auto kernel = CompileGroup(graph, group, s, TheJit(), {.threads = threads});
   EXPECT_EQ(kernel->packs_weights_ahead(), s.Get("wpack", 0) == 1) << s.ToString();
-  std::vector<Tensor> values = InterpretAll(graph, RandomInputs(graph, 5));
-  std::vector<void*> buffers;
-  for (ValueId v : group.inputs) buffers.push_back(values[v].data());
-  Tensor out(graph.value(group.outputs[0]).type);
-  for (int64_t i = 0; i < out.size(); ++i) out.Set(i, NAN);
-  buffers.push_back(out.data());
-  kernel->Bind(buffers.data());
-  runtime::SetNumThreads(threads);
-  kernel->Run(buffers.data());
-  runtime::SetNumThreads(1);
-  kernel->Unbind(buffers.data());
+  const std::vector<Tensor> values = InterpretAll(graph, RandomInputs(graph, 5));
   const Tensor& want = values[group.outputs[0]];
-  double worst = 0, magnitude = 0;
-  for (int64_t i = 0; i < want.size(); ++i) {
-    const double e = std::abs(out.Get(i) - want.Get(i));
-    if (std::isnan(e)) return INFINITY;
-    worst = std::max(worst, e);
-    magnitude = std::max(magnitude, std::abs(want.Get(i)));
-  }
-  return worst / std::max(magnitude, 1e-30);
+  double magnitude = 0;
+  for (int64_t i = 0; i < want.size(); ++i) magnitude = std::max(magnitude, std::abs(want.Get(i)));
+  return CompiledMaxError(graph, group, *kernel, values, threads, /*bind=*/true) /
+         std::max(magnitude, 1e-30);
 }
 
 TEST(DenseErfGelu, FusedEpilogueAgreesWithReference) {

@@ -6,6 +6,7 @@
 // prefetch is really emitted where it should be, and only there.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -21,11 +22,11 @@
 #include "tests/matmul/group_fixture.h"
 #include "tests/matmul/weighted_product.h"
 #include "worker/codegen/compile.h"
-#include "worker/codegen/runtime/thread_pool.h"
 
 namespace fusetune::codegen {
 namespace {
 
+using test::CompiledMaxError;
 using test::TheJit;
 
 using test_graphs::WeightedProduct;
@@ -36,27 +37,9 @@ double BoundAndUnboundError(const Graph& graph, const FusedGroup& group, const S
                             int threads) {
   auto kernel = CompileGroup(graph, group, s, TheJit(), {.threads = threads});
   EXPECT_EQ(kernel->packs_weights_ahead(), s.Get("wpack", 0) == 1) << s.ToString();
-  std::vector<Tensor> values = InterpretAll(graph, RandomInputs(graph, 9));
-  std::vector<void*> buffers;
-  for (ValueId v : group.inputs) buffers.push_back(values[v].data());
-  Tensor out(graph.value(group.outputs[0]).type);
-  buffers.push_back(out.data());
-  const Tensor& want = values[group.outputs[0]];
-  double worst = 0;
-  for (bool bind : {false, true}) {
-    if (bind) kernel->Bind(buffers.data());
-    for (int64_t i = 0; i < out.size(); ++i) out.Set(i, NAN);
-    runtime::SetNumThreads(threads);
-    kernel->Run(buffers.data());
-    runtime::SetNumThreads(1);
-    for (int64_t i = 0; i < want.size(); ++i) {
-      double e = std::abs(out.Get(i) - want.Get(i));
-      if (std::isnan(e)) return INFINITY;
-      worst = std::max(worst, e);
-    }
-  }
-  kernel->Unbind(buffers.data());
-  return worst;
+  const std::vector<Tensor> values = InterpretAll(graph, RandomInputs(graph, 9));
+  return std::max(CompiledMaxError(graph, group, *kernel, values, threads),
+                  CompiledMaxError(graph, group, *kernel, values, threads, /*bind=*/true));
 }
 
 TEST(WpackKBlocks, NextBlockStreamedAgreesWithReference) {
