@@ -1,6 +1,7 @@
 #pragma once
-// Executors of plans that ran once and matched the reference, kept for a later job that asks for
-// the same plan of the same graph, on the same inputs (seed) and threads. Validation and the whole
+// Executors of plans that ran once and matched the reference in a decision's job (MeasureJob::
+// alone), kept for a later job that asks for the same plan of the same graph, on the same inputs
+// (seed) and threads. Validation and the whole
 // graph's decision time the same plans again in every round, one job per round; for a 12-layer
 // encoder, building an executor, binding (and packing) its weights and the checking call cost
 // about as much as timing it, in each of them. The same executor on the same inputs computes

@@ -166,8 +166,12 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
     r.repeat = profile.total.repeat;
     for (const KernelTiming& k : profile.kernels) r.kernel_us.push_back(k.timing.median_us);
     r.ok = true;
-    checked.call_ms = r.median_us / 1e3;
-    run.checked.Keep(CheckedKey(run.job, job_plan), std::move(checked));
+    // Only a decision's job has later rounds (validation, duels, the whole graph, cache verify);
+    // a candidate's plan is timed once, and keeping it would only hold its memory.
+    if (run.job.alone) {
+      checked.call_ms = r.median_us / 1e3;
+      run.checked.Keep(CheckedKey(run.job, job_plan), std::move(checked));
+    }
   } catch (const std::exception& e) {
     r.ok = false;
     r.reason = fmt::format("{} error: {}", stage, e.what());

@@ -1,6 +1,7 @@
-// A plan checked against the reference in one job is timed in the next round's job without being
-// built or checked again, and only for the same graph, plan, inputs and threads; a plan that
-// failed its check is checked again. The kept executors are bounded in bytes.
+// A plan checked against the reference in a decision's job is timed in the next round's job
+// without being built or checked again, and only for the same graph, plan, inputs and threads; a
+// plan that failed its check, or was a candidate's, is checked again. The kept executors are
+// bounded in bytes.
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@ MeasureJob Job(int64_t id, uint64_t seed = 1) {
   job.graph_text = kGraph;
   job.seed = seed;
   job.plans = {{"fused", kFused}, {"unfused", kUnfused}};
+  job.alone = true;  // a decision's round
   job.timing.warmup = 1;
   job.timing.repeat = 3;
   job.timing.min_repeat_ms = 1;
@@ -58,6 +60,20 @@ TEST(CheckedExecutors, ALaterRoundTimesThePlansCheckedBefore) {
     EXPECT_GT(p.check_ms, 0.0) << p.name;
   }
   EXPECT_EQ(other_seed.reuse.reference_nodes_evaluated, 2);
+}
+
+TEST(CheckedExecutors, OnlyADecisionsJobKeepsItsPlans) {
+  JobRunner runner(0);
+  MeasureJob candidate = Job(1);
+  candidate.alone = false;  // a candidate's measurement: timed once
+  ASSERT_TRUE(runner.Run(candidate).plans.at(0).ok);
+  MeasureJob again = Job(2);
+  again.alone = false;
+  JobResult second = runner.Run(again);
+  for (const PlanResult& p : second.plans) {
+    ASSERT_TRUE(p.ok) << p.name << ": " << p.reason;
+    EXPECT_GT(p.check_ms, 0.0) << p.name << " was kept from a candidate's job";
+  }
 }
 
 TEST(CheckedExecutors, APlanThatFailedItsCheckIsCheckedAgain) {
