@@ -12,7 +12,8 @@
 //                                                                         rel <= 6e-5
 //   log       frexp + degree-8 polynomial (Cephes logf), denormals handled  abs <= 2e-7 near 1,
 //             rel <= 3e-7 elsewhere; log(0) = -inf, log(<0) = NaN
-//   tanh      |x| < 0.625: odd polynomial; else 1 - 2/(exp(2|x|)+1)     rel <= 5e-7
+//   tanh      x P(x^2) / Q(x^2) on x clamped to [-9, 9] (Eigen's float tanh), result clamped
+//             to [-1, 1]              rel <= 3e-7 over every float (measured 2.95e-7 at 7.168)
 //   fast_tanh 1 - 2/(fast_exp(2x)+1) on x clamped to [-9, 9]              abs <= 4e-5
 //   sigmoid   1/(1+exp(-x))                                               rel <= 5e-7
 //   erf       x P(x^2) / Q(x^2) on x clamped to [-4, 4] (XLA's ErfImpl32), result clamped to
