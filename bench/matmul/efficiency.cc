@@ -306,7 +306,7 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
       }
       const int rounds = options.rounds > 0 ? options.rounds : sweep ? 5 : 9;
       // min: one call per round (a repeat shorter than any call), many rounds.
-      Compare(cands, rounds, options.use_min ? 0.001 : sweep ? 15 : 30);
+      Compare(cands, rounds, options.use_min ? 0.001 : sweep ? 15 : 30, options.cold);
       if (options.use_min)
         for (Candidate& c : cands) c.median_us = c.min_us;
       const double flops = shape.Flops();

@@ -27,6 +27,9 @@ struct GemmOptions {
   // "median" of the rounds (drift hits all alike), or "min": the fastest round, each round
   // a single call, which on a shared machine is the closest to an undisturbed core.
   bool use_min = false;
+  // Caches evicted before every timed call (one call a sample): the weights come from memory, as
+  // in a whole model, where a layer's weights were last read a layer ago.
+  bool cold = false;
   int rounds = 0;  // 0: the default (9; 5 with a sweep)
 };
 

@@ -310,6 +310,8 @@ Options (gemm unless said):
   --no-squares          leave out dense 512^3 and 1024^3
   --stat median|min     median of the rounds (default), or the fastest round with one call per
                         round: on a shared machine the closest to an undisturbed core
+  --cold                caches evicted before every timed call (one call per round), so the
+                        weights come from memory as in a whole model (TVM's cache flush)
   --rounds N            rounds per candidate (default 9; 5 with --sweep or --schedule)
   --openblas-coretype NAME   OPENBLAS_CORETYPE for OpenBLAS ('' keeps the environment's)
   --help                this text
@@ -374,6 +376,8 @@ int main(int argc, char** argv) {
       std::string stat = argv[++i];
       if (stat != "min" && stat != "median") return Usage("--stat takes median or min");
       gemm.use_min = stat == "min";
+    } else if (std::strcmp(argv[i], "--cold") == 0) {
+      gemm.cold = true;
     } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       gemm.rounds = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {

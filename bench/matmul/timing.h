@@ -2,6 +2,7 @@
 // Same-run comparisons: candidates are timed round-robin (one repeat each per round), so drift of
 // a shared machine hits every candidate alike; the median per-call time of each is reported.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -25,8 +26,19 @@ inline double NowUs() {
       .count();
 }
 
-// Each repeat lasts about `repeat_ms`; `rounds` repeats per candidate.
-inline void Compare(std::vector<Candidate>& cands, int rounds = 9, double repeat_ms = 30) {
+// Pushes every earlier line out of the caches by writing a buffer well beyond any last-level
+// cache (dirty lines, so they must be written back, as a model's activations are), as the layers
+// between two uses of one weight do in a whole model.
+inline void EvictCaches() {
+  static std::vector<float> buffer(64 << 20, 1.0f);  // 256 MiB
+  for (size_t i = 0; i < buffer.size(); i += 16) buffer[i] += 1.0f;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+// Each repeat lasts about `repeat_ms`; `rounds` repeats per candidate. `cold`: every sample is one
+// call after EvictCaches (untimed), so the weights come from memory as in a whole model.
+inline void Compare(std::vector<Candidate>& cands, int rounds = 9, double repeat_ms = 30,
+                    bool cold = false) {
   std::vector<int> number(cands.size(), 1);
   std::vector<std::vector<double>> samples(cands.size());
   for (size_t c = 0; c < cands.size(); ++c) {
@@ -41,6 +53,13 @@ inline void Compare(std::vector<Candidate>& cands, int rounds = 9, double repeat
     for (size_t c = 0; c < cands.size(); ++c) {
       if (cands[c].setup) cands[c].setup();
       cands[c].call();
+      if (cold) {
+        EvictCaches();
+        const double t0 = NowUs();
+        cands[c].call();
+        samples[c].push_back(NowUs() - t0);
+        continue;
+      }
       double t0 = NowUs();
       for (int i = 0; i < number[c]; ++i) cands[c].call();
       samples[c].push_back((NowUs() - t0) / number[c]);
