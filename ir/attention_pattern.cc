@@ -20,20 +20,47 @@ bool IsInlinable(const Graph& g, ValueId v) {
          op.pattern <= OpPattern::kInjective;
 }
 
-bool IsScoreStep(const Graph& g, ValueId v, const Shape& scores_shape) {
-  if (g.value(v).kind != ValueKind::kNode) return false;
-  const OpDef& op = *g.value(v).op;
-  return op.kind == OpKind::kElementwise && op.pattern <= OpPattern::kBroadcast &&
-         g.value(v).type.shape == scores_shape;
+// The shape without its leading 1s: a model that writes its scores as [1, heads, M, N] (GPT-2's
+// export, for a [1, 1, M, N] causal mask) holds the same elements as the [heads, M, N] scores.
+Shape WithoutLeadingOnes(const Shape& s) {
+  size_t i = 0;
+  while (i + 1 < s.size() && s[i] == 1) ++i;
+  return Shape(s.begin() + static_cast<std::ptrdiff_t>(i), s.end());
 }
 
+bool ScoresShaped(const Graph& g, ValueId v, const Shape& scores_shape) {
+  return WithoutLeadingOnes(g.value(v).type.shape) == WithoutLeadingOnes(scores_shape);
+}
+
+// A reshape that only adds or drops leading 1s of a scores-shaped value.
+bool IsUnitReshape(const Graph& g, ValueId v, const Shape& scores_shape) {
+  if (g.value(v).kind != ValueKind::kNode || g.value(v).op->name != "reshape") return false;
+  return ScoresShaped(g, v, scores_shape) && ScoresShaped(g, g.value(v).inputs[0], scores_shape);
+}
+
+// An element-wise step between the scores and the softmax (a scale, a mask), or a reshape of
+// the scores' leading 1s.
+bool IsScoreStep(const Graph& g, ValueId v, const Shape& scores_shape) {
+  if (g.value(v).kind != ValueKind::kNode) return false;
+  if (IsUnitReshape(g, v, scores_shape)) return true;
+  const OpDef& op = *g.value(v).op;
+  return op.kind == OpKind::kElementwise && op.pattern <= OpPattern::kBroadcast &&
+         ScoresShaped(g, v, scores_shape);
+}
+
+// A softmax over the last axis of a rank-3 tensor, or of a rank-3 tensor with leading 1s.
 bool SoftmaxOverLastAxis(const Graph& g, ValueId v) {
   const Value& sm = g.value(v);
   const int64_t rank = sm.type.rank();
   int64_t axis = sm.attrs.GetInt("axis");
   if (axis < 0) axis += rank;
-  return rank == 3 && axis == rank - 1;
+  return rank >= 3 && axis == rank - 1 &&
+         std::all_of(sm.type.shape.begin(), sm.type.shape.end() - 3,
+                     [](int64_t d) { return d == 1; });
 }
+
+// The rank-3 shape of a softmax SoftmaxOverLastAxis accepts.
+Shape Rank3(const Shape& s) { return Shape(s.end() - 3, s.end()); }
 
 bool IsFloat32(const Graph& g, ValueId v) { return g.value(v).type.dtype == DType::kFloat32; }
 
@@ -76,18 +103,25 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
                                          "writes only its output, never scores or probabilities",
                                          g.RefName(v)));
   const Value& out = g.value(a.output);
+  // P may reach the output through reshapes of its leading 1s (back from GPT-2's rank 4).
+  const Shape& p_shape = g.value(out.inputs[0]).type.shape;
+  std::vector<ValueId> p_reshapes;
   a.softmax = out.inputs[0];
+  while (inside(a.softmax) && IsUnitReshape(g, a.softmax, p_shape)) {
+    p_reshapes.insert(p_reshapes.begin(), a.softmax);
+    a.softmax = g.value(a.softmax).inputs[0];
+  }
   if (!inside(a.softmax) || !IsOp(g, a.softmax, "nn.softmax") || out.attrs.GetBool("transpose_a"))
     return Reject(why_not, fmt::format("{} does not multiply a softmax (not transposed) by V, "
                                        "as {} does",
                                        g.RefName(a.output), kWhat));
-  if (out.inputs[1] == a.softmax)
+  if (out.inputs[1] == out.inputs[0])
     return Reject(why_not, "the softmax is also V; attention reads V separately");
   if (!SoftmaxOverLastAxis(g, a.softmax))
     return Reject(why_not, fmt::format("{} is not a softmax over the last axis of a rank-3 "
-                                       "tensor",
+                                       "tensor (leading 1s aside)",
                                        g.RefName(a.softmax)));
-  const Shape& scores_shape = g.value(a.softmax).type.shape;
+  const Shape scores_shape = Rank3(g.value(a.softmax).type.shape);
 
   // Back from the softmax through the element-wise steps to the scores.
   ValueId v = g.value(a.softmax).inputs[0];
@@ -118,10 +152,12 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
   if (g.value(a.scores).type.shape != scores_shape)
     return Reject(why_not, "the scores' shape differs from the softmax's");
 
-  // Each of scores, chain and softmax is read inside the group by the next step only.
+  // Each of scores, chain, softmax and P's reshapes is read inside the group by the next step
+  // only.
   std::vector<ValueId> line{a.scores};
   line.insert(line.end(), a.chain.begin(), a.chain.end());
   line.push_back(a.softmax);
+  line.insert(line.end(), p_reshapes.begin(), p_reshapes.end());
   line.push_back(a.output);
   for (size_t i = 0; i + 1 < line.size(); ++i)
     for (ValueId u : users[line[i]])
@@ -171,13 +207,20 @@ std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
   std::vector<AttentionChain> chains;
   for (ValueId sm = 0; sm < static_cast<ValueId>(g.values().size()); ++sm) {
     if (!IsOp(g, sm, "nn.softmax") || !SoftmaxOverLastAxis(g, sm)) continue;
-    if (users[sm].size() != 1 || outputs.count(sm)) continue;
-    const ValueId out = users[sm][0];
-    if (!IsOp(g, out, "nn.batch_matmul") || g.value(out).inputs[0] != sm ||
-        g.value(out).inputs[1] == sm || g.value(out).attrs.GetBool("transpose_a"))
+    const Shape shape = Rank3(g.value(sm).type.shape);
+    std::vector<ValueId> core{sm};
+    // P reaches the output directly or through reshapes of its leading 1s.
+    ValueId p = sm;
+    while (users[p].size() == 1 && !outputs.count(p) && IsUnitReshape(g, users[p][0], shape)) {
+      p = users[p][0];
+      core.push_back(p);
+    }
+    if (users[p].size() != 1 || outputs.count(p)) continue;
+    const ValueId out = users[p][0];
+    if (!IsOp(g, out, "nn.batch_matmul") || g.value(out).inputs[0] != p ||
+        g.value(out).inputs[1] == p || g.value(out).attrs.GetBool("transpose_a"))
       continue;
-    const Shape& shape = g.value(sm).type.shape;
-    std::vector<ValueId> core{sm, out};
+    core.push_back(out);
     ValueId v = g.value(sm).inputs[0], next = sm;
     bool ok = true;
     while (ok && !IsOp(g, v, "nn.batch_matmul")) {
@@ -185,7 +228,7 @@ std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
       if (!ok) break;
       ValueId previous = -1;
       for (ValueId in : g.value(v).inputs)
-        if (g.value(in).kind == ValueKind::kNode && g.value(in).type.shape == shape &&
+        if (g.value(in).kind == ValueKind::kNode && ScoresShaped(g, in, shape) &&
             (IsOp(g, in, "nn.batch_matmul") || IsScoreStep(g, in, shape)))
           previous = previous < 0 ? in : -2;
       ok = previous >= 0;

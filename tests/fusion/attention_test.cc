@@ -93,6 +93,50 @@ fn (%q: Tensor[(2, 8, 4), float32], %k: Tensor[(2, 8, 4), float32], %v: Tensor[(
             std::string::npos);
 }
 
+// GPT-2's export: scores reshaped to [1, heads, M, N] for a [1, 1, M, N] boolean causal mask,
+// the softmax over that rank-4 tensor, P reshaped back to rank 3 for the second product.
+constexpr const char* kCausalRank4 = R"(
+fn (%q: Tensor[(4, 32, 16), float32], %kt: Tensor[(4, 16, 32), float32],
+    %v: Tensor[(4, 32, 8), float32], %mask: Tensor[(1, 1, 32, 32), bool]) {
+  %0 = nn.batch_matmul(%q, %kt, transpose_b=False);
+  %1 = reshape(%0, newshape=[1, 4, 32, 32]);
+  %2 = multiply(%1, 0.25f);
+  %3 = where(%mask, -3.4028235e+38f, %2);
+  %4 = nn.softmax(%3, axis=3);
+  %5 = reshape(%4, newshape=[4, 32, 32]);
+  nn.batch_matmul(%5, %v, transpose_b=False)
+})";
+
+TEST(Attention, ScoresWithALeadingOneAreOneGroup) {
+  Graph g = ParseRelay(kCausalRank4, "t.relay");
+  std::vector<AttentionChain> chains = FindAttentionChains(g);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(chains[0].core, Ids(g, {"0", "1", "2", "3", "4", "5", "6"}));
+  std::string why;
+  auto group = AnalyzeGroup(g, chains[0].core, &why);
+  ASSERT_TRUE(group) << why;
+  EXPECT_TRUE(group->Attention());
+  EXPECT_EQ(group->attention.chain, Ids(g, {"1", "2", "3"}));
+  EXPECT_EQ(group->attention.softmax, *g.FindByName("4"));
+  EXPECT_EQ(group->outputs, Ids(g, {"6"}));
+
+  // A reshape that moves elements between axes is no such reshape.
+  Graph folded = ParseRelay(R"(
+fn (%q: Tensor[(4, 32, 16), float32], %kt: Tensor[(4, 16, 32), float32],
+    %v: Tensor[(4, 32, 8), float32]) {
+  %0 = nn.batch_matmul(%q, %kt, transpose_b=False);
+  %1 = reshape(%0, newshape=[1, 2, 64, 32]);
+  %2 = nn.softmax(%1, axis=3);
+  %3 = reshape(%2, newshape=[4, 32, 32]);
+  nn.batch_matmul(%3, %v, transpose_b=False)
+})",
+                            "t.relay");
+  EXPECT_TRUE(FindAttentionChains(folded).empty());
+  EXPECT_NE(
+      WhyNot(folded, Ids(folded, {"0", "1", "2", "3", "4"})).find("does not multiply a softmax"),
+      std::string::npos);
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;

@@ -137,6 +137,24 @@ fn (%q: Tensor[(2, 19, 24), float32], %k: Tensor[(2, 37, 24), float32],
   CheckAllSchedules(f);
 }
 
+// GPT-2's export: the scores reshaped to [1, heads, M, N] for a [1, 1, M, N] boolean mask that
+// `where` turns into -FLT_MAX, the softmax over the rank-4 tensor, P reshaped back to rank 3.
+TEST(AttentionKernel, CausalMaskOnScoresWithALeadingOne) {
+  Fixture f = Prepare(R"(
+fn (%q: Tensor[(3, 37, 24), float32], %kt: Tensor[(3, 24, 45), float32],
+    %v: Tensor[(3, 45, 20), float32], %mask: Tensor[(1, 1, 37, 45), bool]) {
+  %0 = nn.batch_matmul(%q, %kt, transpose_b=False);
+  %1 = reshape(%0, newshape=[1, 3, 37, 45]);
+  %2 = multiply(%1, 0.125f);
+  %3 = where(%mask, -3.4028235e+38f, %2);
+  %4 = nn.softmax(%3, axis=3);
+  %5 = reshape(%4, newshape=[3, 37, 45]);
+  nn.batch_matmul(%5, %v, transpose_b=False)
+})",
+                      {"0", "1", "2", "3", "4", "5", "6"});
+  CheckAllSchedules(f);
+}
+
 TEST(AttentionKernel, BadKnobIsAClearError) {
   Fixture f = Prepare(Scaled(1, 4, 4, 4, 4), {"0", "1", "2", "3", "4"});
   try {

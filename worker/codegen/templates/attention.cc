@@ -142,7 +142,11 @@ class Emitter {
       steps.nodes = a.chain;
       steps.nodes.push_back(a.scores);
       std::sort(steps.nodes.begin(), steps.nodes.end());
-      chain_ = InlineValue(graph, steps, a.chain.back(), IdentityCoords(3));
+      // The last step may hold the scores with leading 1s ([1, heads, M, N]): those axes are 0.
+      std::vector<IndexExpr> coords = IdentityCoords(3);
+      const int64_t rank = graph.value(a.chain.back()).type.rank();
+      if (rank > 3) coords.insert(coords.begin(), rank - 3, ix::Const(0));
+      chain_ = InlineValue(graph, steps, a.chain.back(), coords);
     }
     e_pad_ = RoundUp(s_.e, kLanes);
     k_blocks_ = (s_.n + t_.k_block - 1) / t_.k_block;
