@@ -32,9 +32,9 @@ bool ScoresShaped(const Graph& g, ValueId v, const Shape& scores_shape) {
   return WithoutLeadingOnes(g.value(v).type.shape) == WithoutLeadingOnes(scores_shape);
 }
 
-// A reshape that only adds or drops leading 1s of a scores-shaped value.
+// A reshape (or expand_dims, squeeze) that only adds or drops leading 1s of a scores-shaped value.
 bool IsUnitReshape(const Graph& g, ValueId v, const Shape& scores_shape) {
-  if (g.value(v).kind != ValueKind::kNode || g.value(v).op->name != "reshape") return false;
+  if (g.value(v).kind != ValueKind::kNode || !g.value(v).op->row_major_view) return false;
   return ScoresShaped(g, v, scores_shape) && ScoresShaped(g, g.value(v).inputs[0], scores_shape);
 }
 

@@ -14,9 +14,9 @@
 //                                         while the kernel packs its operands
 //
 // The scores may carry leading 1s between the products ([1, heads, M, N], as GPT-2's export
-// writes them for its [1, 1, M, N] causal mask): reshapes that only add or drop leading 1s are
-// steps of the chain, the softmax may be over the last axis of such a tensor, and P may reach
-// the output through such a reshape.
+// writes them for its [1, 1, M, N] causal mask): reshapes, expand_dims and squeezes that only add
+// or drop leading 1s are steps of the chain, the softmax may be over the last axis of such a
+// tensor, and P may reach the output through such a reshape.
 //
 // Only the output leaves the group: a score or probability used elsewhere would have to be
 // written, which is what the kernel exists to avoid. Everything is float32. Transposes and

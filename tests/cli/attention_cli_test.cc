@@ -56,6 +56,22 @@ TEST(AttentionCli, APlanFileWithAnAttentionGroupRunsAndIsChecked) {
   EXPECT_NE(refused.err.find("k_block"), std::string::npos) << refused.err;
 }
 
+// The GPT-2 block example: its scores get a leading 1 for the causal mask (expand_dims), the
+// softmax is over that rank-4 tensor, P loses it again (squeeze); the whole chain is one attention
+// kernel, and the mask's lengths are the sequence's.
+TEST(AttentionCli, TheGpt2BlockExampleHasOneAttentionKernel) {
+  const std::string graph = std::string(FUSETUNE_SOURCE_DIR) + "/examples/gpt2_block_dyn.relay";
+  auto check = RunFusetune("check " + graph);
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_NE(check.out.find("x.0          %x axis 0, %causal axis 2, %causal axis 3"),
+            std::string::npos)
+      << check.out;
+  auto kernel =
+      RunFusetune("kernel --print-llvm --dim x.0=37 --group %12,%13,%14,%15,%16,%17,%18 " + graph);
+  ASSERT_EQ(kernel.exit_code, 0) << kernel.err;
+  EXPECT_NE(kernel.out.find("template attention"), std::string::npos) << kernel.out.substr(0, 400);
+}
+
 TEST(AttentionCli, NoAttentionNeverPutsBothProductsInOneKernel) {
   TempDb db("attention_cli");
   const std::string graph = WriteTempFile("attn_tune.relay", kAttention);

@@ -153,6 +153,19 @@ fn (%q: Tensor[(3, 37, 24), float32], %kt: Tensor[(3, 24, 45), float32],
 })",
                       {"0", "1", "2", "3", "4", "5", "6"});
   CheckAllSchedules(f);
+  // The same leading 1 from expand_dims and squeeze (examples/gpt2_block_dyn.relay).
+  CheckAllSchedules(Prepare(R"(
+fn (%q: Tensor[(3, 37, 24), float32], %kt: Tensor[(3, 24, 45), float32],
+    %v: Tensor[(3, 45, 20), float32], %mask: Tensor[(1, 1, 37, 45), bool]) {
+  %0 = nn.batch_matmul(%q, %kt, transpose_b=False);
+  %1 = expand_dims(%0, axis=0);
+  %2 = multiply(%1, 0.125f);
+  %3 = where(%mask, -3.4028235e+38f, %2);
+  %4 = nn.softmax(%3, axis=3);
+  %5 = squeeze(%4, axis=[0]);
+  nn.batch_matmul(%5, %v, transpose_b=False)
+})",
+                            {"0", "1", "2", "3", "4", "5", "6"}));
 }
 
 TEST(AttentionKernel, BadKnobIsAClearError) {
