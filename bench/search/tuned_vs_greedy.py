@@ -42,6 +42,8 @@ DEFAULT_CASES = [
     "examples/bert_layer_dyn.relay@x.0=384",
     "examples/bert_layer_dyn.relay@x.0=512",
     "examples/bert_layer_ops_dyn.relay@x.0=128",
+    "examples/gpt2_block_dyn.relay@x.0=128",
+    "examples/gpt2_block_dyn.relay@x.0=512",
 ]
 
 
