@@ -94,6 +94,29 @@ Errors Measure(ScalarOp op, const std::vector<float>& in,
   return e;
 }
 
+// A rational form clamped on both sides (erf, tanh): never past +-1, the input's sign, +-1 at
+// +-inf, NaN passes through, and exactly odd (what lets an every-float sweep cover [-end, end]
+// from [0, end]), sampled over [-range, range].
+void ExpectClampedToOneAndOdd(ScalarOp op, float range) {
+  const ScalarExpr expr = sx::Unary(op, sx::Arg(0, DType::kFloat32));
+  std::vector<float> in = Sample(-range, range, 9973);
+  const size_t finite = in.size();
+  in.insert(in.end(), {std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity(), std::nanf("")});
+  const std::vector<float> got = RunUnary(expr, in);
+  std::vector<float> negated(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(finite));
+  for (float& f : negated) f = -f;
+  const std::vector<float> got_negated = RunUnary(expr, negated);
+  for (size_t i = 0; i < finite; ++i) {
+    EXPECT_LE(std::fabs(got[i]), 1.0f) << ScalarOpName(op) << "(" << in[i] << ")";
+    EXPECT_EQ(std::signbit(got[i]), std::signbit(in[i])) << ScalarOpName(op) << "(" << in[i] << ")";
+    EXPECT_EQ(got_negated[i], -got[i]) << ScalarOpName(op) << "(" << negated[i] << ")";
+  }
+  EXPECT_EQ(got[finite], 1.0f);
+  EXPECT_EQ(got[finite + 1], -1.0f);
+  EXPECT_TRUE(std::isnan(got[finite + 2]));
+}
+
 TEST(VectorMath, Exp) {
   Errors e = Measure(ScalarOp::kExp, Sample(-87.0f, 88.72f), [](double x) { return std::exp(x); });
   EXPECT_LE(e.max_rel, 1e-7);
@@ -157,23 +180,7 @@ TEST(VectorMath, Tanh) {
   Errors e = Measure(ScalarOp::kTanh, Sample(-50.0f, 50.0f), [](double x) { return std::tanh(x); });
   EXPECT_LE(e.max_rel, 4e-7);
   std::printf("tanh: max rel error %.3g\n", e.max_rel);
-  // The rational form is clamped: never past +-1, exactly odd, +-1 at +-inf, NaN passes through.
-  std::vector<float> in = Sample(-10.0f, 10.0f, 9973);
-  const size_t finite = in.size();
-  in.insert(in.end(), {std::numeric_limits<float>::infinity(),
-                       -std::numeric_limits<float>::infinity(), std::nanf("")});
-  std::vector<float> got = RunUnary(sx::Unary(ScalarOp::kTanh, sx::Arg(0, DType::kFloat32)), in);
-  std::vector<float> negated(in.begin(), in.begin() + finite);
-  for (float& f : negated) f = -f;
-  std::vector<float> got_negated =
-      RunUnary(sx::Unary(ScalarOp::kTanh, sx::Arg(0, DType::kFloat32)), negated);
-  for (size_t i = 0; i < finite; ++i) {
-    EXPECT_LE(std::fabs(got[i]), 1.0f) << "tanh(" << in[i] << ")";
-    EXPECT_EQ(got_negated[i], -got[i]) << "tanh(" << negated[i] << ")";
-  }
-  EXPECT_EQ(got[finite], 1.0f);
-  EXPECT_EQ(got[finite + 1], -1.0f);
-  EXPECT_TRUE(std::isnan(got[finite + 2]));
+  ExpectClampedToOneAndOdd(ScalarOp::kTanh, 10.0f);
 }
 
 TEST(VectorMath, FastTanh) {
@@ -195,25 +202,7 @@ TEST(VectorMath, Erf) {
   EXPECT_LE(e.max_abs, 3e-7);
   EXPECT_LE(e.max_rel, 4e-7);  // tiny x included: no denormal step on the way
   std::printf("erf: max abs error %.3g, rel %.3g\n", e.max_abs, e.max_rel);
-  // The rational form is clamped: never past +-1, odd, and NaN passes through.
-  std::vector<float> in = Sample(-6.0f, 6.0f, 9973);
-  in.insert(in.end(), {std::numeric_limits<float>::infinity(),
-                       -std::numeric_limits<float>::infinity(), std::nanf("")});
-  std::vector<float> got = RunUnary(sx::Unary(ScalarOp::kErf, sx::Arg(0, DType::kFloat32)), in);
-  for (size_t i = 0; i + 3 < in.size(); ++i) {
-    EXPECT_LE(std::fabs(got[i]), 1.0f) << "erf(" << in[i] << ")";
-    EXPECT_EQ(std::signbit(got[i]), std::signbit(in[i])) << "erf(" << in[i] << ")";
-  }
-  EXPECT_EQ(got[in.size() - 3], 1.0f);
-  EXPECT_EQ(got[in.size() - 2], -1.0f);
-  EXPECT_TRUE(std::isnan(got.back()));
-  // Exactly odd (what lets the every-float sweep below cover [-6, 6] from [0, 6]).
-  std::vector<float> negated(in.begin(), in.end() - 3);
-  for (float& f : negated) f = -f;
-  std::vector<float> got_negated =
-      RunUnary(sx::Unary(ScalarOp::kErf, sx::Arg(0, DType::kFloat32)), negated);
-  for (size_t i = 0; i < negated.size(); ++i)
-    EXPECT_EQ(got_negated[i], -got[i]) << "erf(" << negated[i] << ")";
+  ExpectClampedToOneAndOdd(ScalarOp::kErf, 6.0f);
 }
 
 // Every float in [0, end] of an exactly odd op (so the sweep covers [-end, end]; past `end` the
