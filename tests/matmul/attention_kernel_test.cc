@@ -137,35 +137,31 @@ fn (%q: Tensor[(2, 19, 24), float32], %k: Tensor[(2, 37, 24), float32],
   CheckAllSchedules(f);
 }
 
-// GPT-2's export: the scores reshaped to [1, heads, M, N] for a [1, 1, M, N] boolean mask that
-// `where` turns into -FLT_MAX, the softmax over the rank-4 tensor, P reshaped back to rank 3.
+// GPT-2's export: the scores given a leading 1 (`add_one`) for a [1, 1, M, N] boolean mask that
+// `where` turns into -FLT_MAX, the softmax over the rank-4 tensor, P back to rank 3 (`drop_one`).
+std::string CausalWithALeadingOne(const std::string& add_one, const std::string& drop_one) {
+  return fmt::format(R"(
+fn (%q: Tensor[(3, 37, 24), float32], %kt: Tensor[(3, 24, 45), float32],
+    %v: Tensor[(3, 45, 20), float32], %mask: Tensor[(1, 1, 37, 45), bool]) {{
+  %0 = nn.batch_matmul(%q, %kt, transpose_b=False);
+  %1 = {0};
+  %2 = multiply(%1, 0.125f);
+  %3 = where(%mask, -3.4028235e+38f, %2);
+  %4 = nn.softmax(%3, axis=3);
+  %5 = {1};
+  nn.batch_matmul(%5, %v, transpose_b=False)
+}})",
+                     add_one, drop_one);
+}
+
 TEST(AttentionKernel, CausalMaskOnScoresWithALeadingOne) {
-  Fixture f = Prepare(R"(
-fn (%q: Tensor[(3, 37, 24), float32], %kt: Tensor[(3, 24, 45), float32],
-    %v: Tensor[(3, 45, 20), float32], %mask: Tensor[(1, 1, 37, 45), bool]) {
-  %0 = nn.batch_matmul(%q, %kt, transpose_b=False);
-  %1 = reshape(%0, newshape=[1, 3, 37, 45]);
-  %2 = multiply(%1, 0.125f);
-  %3 = where(%mask, -3.4028235e+38f, %2);
-  %4 = nn.softmax(%3, axis=3);
-  %5 = reshape(%4, newshape=[3, 37, 45]);
-  nn.batch_matmul(%5, %v, transpose_b=False)
-})",
-                      {"0", "1", "2", "3", "4", "5", "6"});
-  CheckAllSchedules(f);
+  const std::vector<std::string> names{"0", "1", "2", "3", "4", "5", "6"};
+  CheckAllSchedules(Prepare(CausalWithALeadingOne("reshape(%0, newshape=[1, 3, 37, 45])",
+                                                  "reshape(%4, newshape=[3, 37, 45])"),
+                            names));
   // The same leading 1 from expand_dims and squeeze (examples/gpt2_block_dyn.relay).
-  CheckAllSchedules(Prepare(R"(
-fn (%q: Tensor[(3, 37, 24), float32], %kt: Tensor[(3, 24, 45), float32],
-    %v: Tensor[(3, 45, 20), float32], %mask: Tensor[(1, 1, 37, 45), bool]) {
-  %0 = nn.batch_matmul(%q, %kt, transpose_b=False);
-  %1 = expand_dims(%0, axis=0);
-  %2 = multiply(%1, 0.125f);
-  %3 = where(%mask, -3.4028235e+38f, %2);
-  %4 = nn.softmax(%3, axis=3);
-  %5 = squeeze(%4, axis=[0]);
-  nn.batch_matmul(%5, %v, transpose_b=False)
-})",
-                            {"0", "1", "2", "3", "4", "5", "6"}));
+  CheckAllSchedules(
+      Prepare(CausalWithALeadingOne("expand_dims(%0, axis=0)", "squeeze(%4, axis=[0])"), names));
 }
 
 TEST(AttentionKernel, BadKnobIsAClearError) {
