@@ -1,16 +1,16 @@
 #pragma once
 // Executors of plans that ran once and matched the reference in a decision's job (MeasureJob::
 // alone), kept for a later job that asks for the same plan of the same graph, on the same inputs
-// (seed) and threads. Validation and the whole
-// graph's decision time the same plans again in every round, one job per round; for a 12-layer
-// encoder, building an executor, binding (and packing) its weights and the checking call cost
-// about as much as timing it, in each of them. The same executor on the same inputs computes
-// what it computed when it was checked, so a later round times it without checking it again.
+// (seed) and threads. Validation and the whole graph's decision time the same plans again in every
+// round, one job per round; for a 12-layer encoder, building an executor, binding (and packing)
+// its weights and the checking call cost about as much as timing it, in each of them. The same
+// executor on the same inputs computes what it computed when it was checked, so a later round
+// times it without checking it again.
 //
 // Bounded in bytes (an estimate: every value of the graph once, and its parameters and constants
 // once more, for weights packed at bind time) to 4 GiB or a quarter of the machine's memory; the
-// least recently used leave first. Thread-safe:
-// a job is prepared on another thread than the one that runs jobs (worker/job_runner.h).
+// least recently used leave first. Thread-safe: a job is prepared on another thread than the one
+// that runs jobs (worker/job_runner.h).
 #include <cstdint>
 #include <list>
 #include <memory>
