@@ -5,8 +5,11 @@
 // knobs, 1 and 2 threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -162,6 +165,61 @@ TEST(AttentionKernel, CausalMaskOnScoresWithALeadingOne) {
   // The same leading 1 from expand_dims and squeeze (examples/gpt2_block_dyn.relay).
   CheckAllSchedules(
       Prepare(CausalWithALeadingOne("expand_dims(%0, axis=0)", "squeeze(%4, axis=[0])"), names));
+}
+
+// `f` with every element of parameter `name` replaced by value(index), the other parameters as
+// they were, and the reference values recomputed.
+Fixture WithParam(Fixture f, const std::string& name, const std::function<double(int64_t)>& value) {
+  std::vector<Tensor> inputs;
+  for (ValueId p : f.graph.params()) inputs.push_back(f.values[p]);
+  const ValueId param = f.graph.FindByName(name).value();
+  const auto at = std::find(f.graph.params().begin(), f.graph.params().end(), param);
+  Tensor& t = inputs[at - f.graph.params().begin()];
+  for (int64_t i = 0; i < t.size(); ++i) t.Set(i, value(i));
+  f.values = InterpretAll(f.graph, inputs);
+  f.inputs.clear();
+  for (ValueId v : f.group.inputs) f.inputs.push_back(f.values[v]);
+  return f;
+}
+
+// GPT-2's attention at M x N with mask(m, n) as its [1, 1, M, N] mask.
+Fixture CausalForm(int m, int n, const std::function<bool(int64_t, int64_t)>& masked) {
+  std::string text = CausalWithALeadingOne("expand_dims(%0, axis=0)", "squeeze(%4, axis=[0])");
+  for (auto [from, to] :
+       {std::pair<std::string, std::string>{"37", std::to_string(m)}, {"45", std::to_string(n)}})
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
+      text.replace(at, from.size(), to);
+  return WithParam(Prepare(text, {"0", "1", "2", "3", "4", "5", "6"}), "mask",
+                   [&](int64_t i) { return masked(i / n, i % n) ? 1.0 : 0.0; });
+}
+
+// Key blocks masked in every row of a call are skipped (their products never computed), which
+// must give the softmax of every key: with a causal mask, with rows masked entirely (no block
+// may be skipped for them: their softmax is uniform over all keys), and with the unmasked keys
+// last (the first blocks are masked before any row has a score to compare with).
+TEST(AttentionKernel, MasksThatSkipKeyBlocks) {
+  CheckAllSchedules(CausalForm(37, 45, [](int64_t m, int64_t n) { return n > m; }));
+  CheckAllSchedules(CausalForm(70, 70, [](int64_t m, int64_t n) { return n > m || m % 9 == 4; }));
+  CheckAllSchedules(CausalForm(37, 80, [](int64_t m, int64_t n) { return n < 40 + m; }));
+}
+
+// A skipped key is never read: with 4 causal queries, V's last key is NaN, which no query
+// attends to; without the skip every output would be NaN (0 · NaN), with it the outputs equal the
+// reference of V with that key zeroed. Both forms, blocks that leave the last key out of the first.
+TEST(AttentionKernel, SkippedKeysAreNotRead) {
+  const int n = 45, e = 20;
+  Fixture f = CausalForm(4, n, [](int64_t q, int64_t k) { return k > q; });
+  const Tensor v = f.values[f.graph.FindByName("v").value()];
+  auto last_key = [&](int64_t i) { return (i / e) % n == n - 1; };
+  const std::vector<Tensor> zeroed =
+      WithParam(f, "v", [&](int64_t i) { return last_key(i) ? 0.0 : v.Get(i); }).values;
+  f = WithParam(f, "v", [&](int64_t i) { return last_key(i) ? NAN : v.Get(i); });
+  f.values = zeroed;
+  for (const char* text :
+       {"k_block=16", "k_block=32,rows=8", "k_block=16,online=1", "k_block=32,rows=2,online=1"})
+    for (int threads : {1, 2})
+      EXPECT_LT(MaxError(f, Schedule::Parse(text), threads), 2e-5)
+          << "schedule '" << text << "', " << threads << " threads";
 }
 
 TEST(AttentionKernel, BadKnobIsAClearError) {

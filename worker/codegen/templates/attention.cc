@@ -39,6 +39,36 @@ constexpr int kLanes = 16;
 
 int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+// A float below the running max by more than this has an exp that rounds to 0 in float32.
+constexpr double kExpUnderflow = 104.0;
+
+// The chain's last step when it is a `where` that gives masked scores a constant (GPT-2's causal
+// mask: -FLT_MAX) and decides from the mask alone, not the scores. A key block masked in every
+// query row of a call then adds nothing to the softmax once each row has a score more than
+// kExpUnderflow above the constant, so its products are skipped: a causal mask skips nearly half
+// the blocks. Only the mask's values tell, so the tuner's random masks never see the saving.
+struct MaskStep {
+  InlinedExpr cond;  // the where's condition, over the chain's leaves
+  bool masked_when;  // the value of `cond` that selects the constant
+  double value;      // the constant
+};
+
+bool ReadsAnchor(const ScalarExpr& e, const std::vector<ExprLeaf>& leaves) {
+  if (e->op == ScalarOp::kArg) return leaves[e->arg_index].kind == ExprLeaf::Kind::kAnchor;
+  return std::any_of(e->operands.begin(), e->operands.end(),
+                     [&](const ScalarExpr& o) { return ReadsAnchor(o, leaves); });
+}
+
+std::optional<MaskStep> FindMaskStep(const InlinedExpr& chain) {
+  const ScalarNode& root = *chain.expr;
+  if (root.op != ScalarOp::kSelect || ReadsAnchor(root.operands[0], chain.leaves))
+    return std::nullopt;
+  for (int branch : {1, 2})
+    if (root.operands[branch]->op == ScalarOp::kConst)
+      return MaskStep{{root.operands[0], chain.leaves}, branch == 1, root.operands[branch]->value};
+  return std::nullopt;
+}
+
 // One operand (Q, K or V) element by element: `row` is the query or key index, `col` the depth
 // (Q, K) or the value column (V). The operand's stored layout decides which coordinate comes
 // first; a prologue inside the group is inlined (ir/group_expr.h).
@@ -147,6 +177,7 @@ class Emitter {
       const int64_t rank = graph.value(a.chain.back()).type.rank();
       if (rank > 3) coords.insert(coords.begin(), rank - 3, ix::Const(0));
       chain_ = InlineValue(graph, steps, a.chain.back(), coords);
+      mask_ = FindMaskStep(*chain_);
     }
     e_pad_ = RoundUp(s_.e, kLanes);
     k_blocks_ = (s_.n + t_.k_block - 1) / t_.k_block;
@@ -331,7 +362,15 @@ class Emitter {
         b.CreateStore(llvm::Constant::getNullValue(vec_), o_run[r * ev + e]);
     }
     ForEachKeyBlock(b, [&](Builder& b, Value* blk, int64_t count) {
-      BlockBody(b, buffers, bi, m0, qs, kt, vp, pbuf, blk, count, rows, m_run, l_run, o_run);
+      auto body = [&](Builder& b) {
+        BlockBody(b, buffers, bi, m0, qs, kt, vp, pbuf, blk, count, rows, m_run, l_run, o_run);
+      };
+      if (!mask_) return body(b);
+      // Skipped: p = 0 for every key, and the running max, sum and output stay as they are.
+      Value* skip = BlockMasked(b, buffers, bi, m0, b.CreateMul(blk, I64(t_.k_block)), count, rows);
+      for (int r = 0; r < rows; ++r)
+        skip = b.CreateAnd(skip, b.CreateFCmpOGT(b.CreateLoad(f32_, m_run[r]), MaskThreshold()));
+      IfElse(b, skip, nullptr, body);
     });
     std::vector<Value*> inv(rows);
     for (int r = 0; r < rows; ++r)
@@ -346,15 +385,39 @@ class Emitter {
     Value *buffers = f->getArg(0), *bi = f->getArg(1), *m0 = f->getArg(2), *qs = f->getArg(3),
           *kt = f->getArg(4), *vp = f->getArg(5), *pbuf = f->getArg(6);
     const int ev = static_cast<int>(e_pad_ / kLanes);
+    // With a mask step: the end of the last key block whose scores were computed.
+    Value* computed_end = nullptr;
+    if (mask_) {
+      computed_end = NewSlots(b, i64_, 1, "computed_end")[0];
+      b.CreateStore(I64(0), computed_end);
+    }
     ForEachKeyBlock(b, [&](Builder& b, Value* blk, int64_t count) {
-      const std::vector<std::vector<Value*>> x =
-          Scores(b, buffers, bi, m0, qs, kt, blk, count, rows);
       Value* k0 = b.CreateMul(blk, I64(t_.k_block));
-      for (int r = 0; r < rows; ++r)
-        for (size_t v = 0; v < x[r].size(); ++v) {
-          Value* at = b.CreateAdd(I64(r * p_stride_ + static_cast<int64_t>(v) * kLanes), k0);
-          b.CreateAlignedStore(x[r][v], FloatAt(b, pbuf, at), llvm::Align(64));
-        }
+      auto store = [&](Builder& b, const std::vector<std::vector<Value*>>& x) {
+        for (int r = 0; r < rows; ++r)
+          for (size_t v = 0; v < x[r].size(); ++v) {
+            Value* at = b.CreateAdd(I64(r * p_stride_ + static_cast<int64_t>(v) * kLanes), k0);
+            b.CreateAlignedStore(x[r][v], FloatAt(b, pbuf, at), llvm::Align(64));
+          }
+      };
+      auto compute = [&](Builder& b) {
+        store(b, Scores(b, buffers, bi, m0, qs, kt, blk, count, rows));
+        if (computed_end) b.CreateStore(b.CreateAdd(k0, I64(count)), computed_end);
+      };
+      if (!mask_) return compute(b);
+      // Every score of a masked block is the constant: stored without computing a product.
+      auto fill = [&](Builder& b) {
+        const int sv = static_cast<int>((count + kLanes - 1) / kLanes);
+        const int tail = static_cast<int>(count - (sv - 1) * kLanes);
+        Value* masked = b.CreateVectorSplat(kLanes, llvm::ConstantFP::get(f32_, mask_->value));
+        std::vector<Value*> row(sv, masked);
+        if (tail < kLanes)
+          row.back() = b.CreateSelect(
+              Mask(tail), masked,
+              b.CreateVectorSplat(kLanes, llvm::ConstantFP::getInfinity(f32_, true)));
+        store(b, std::vector<std::vector<Value*>>(rows, row));
+      };
+      IfElse(b, BlockMasked(b, buffers, bi, m0, k0, count, rows), fill, compute);
     });
 
     // Each row's max in a pass of its own over pbuf (in L1): kept out of the score loop, whose
@@ -374,11 +437,19 @@ class Emitter {
     // p = exp(s - max) in place (the -inf lanes give 0), summed per row.
     std::vector<Value*> m_splat(rows);
     Slots sum_run = NewSlots(b, vec_, rows, "sum");
+    // Keys past the last computed block only hold the mask's constant: their p is 0 once every
+    // row's max is far enough above it, so the exp and P·V passes end there.
+    Value* end = I64(s_.n);
+    Value* ends_early = computed_end ? b.getTrue() : nullptr;
     for (int r = 0; r < rows; ++r) {
-      m_splat[r] = b.CreateVectorSplat(kLanes, b.CreateFPMaxReduce(b.CreateLoad(vec_, max_run[r])));
+      Value* max = b.CreateFPMaxReduce(b.CreateLoad(vec_, max_run[r]));
+      m_splat[r] = b.CreateVectorSplat(kLanes, max);
       b.CreateStore(llvm::Constant::getNullValue(vec_), sum_run[r]);
+      if (ends_early) ends_early = b.CreateAnd(ends_early, b.CreateFCmpOGT(max, MaskThreshold()));
     }
-    Loop(b, I64(0), I64(stored), kLanes, "j", [&](Builder& b, Value* j) {
+    if (ends_early) end = b.CreateSelect(ends_early, b.CreateLoad(i64_, computed_end), end);
+    Value* end_stored = b.CreateAnd(b.CreateAdd(end, I64(kLanes - 1)), I64(-kLanes));
+    Loop(b, I64(0), end_stored, kLanes, "j", [&](Builder& b, Value* j) {
       for (int r = 0; r < rows; ++r) {
         Value* at = FloatAt(b, pbuf, b.CreateAdd(I64(r * p_stride_), j));
         Value* p =
@@ -398,7 +469,7 @@ class Emitter {
     // o[r][:] = sum_j p[r][j] * V[j][:], over every key at once.
     Slots o_run = NewSlots(b, vec_, rows * ev, "o");
     for (Value* slot : o_run) b.CreateStore(llvm::Constant::getNullValue(vec_), slot);
-    PvAccumulate(b, vp, pbuf, I64(0), s_.n, rows, o_run);
+    PvAccumulate(b, vp, pbuf, I64(0), end, rows, o_run);
     StoreOutput(b, buffers, bi, m0, rows, o_run, inv);
   }
 
@@ -429,11 +500,11 @@ class Emitter {
   }
 
   // o[r][:] += sum_{j < count} P[r][j] * V[k0 + j][:], P rows p_stride_ apart in pbuf.
-  void PvAccumulate(Builder& b, Value* vp, Value* pbuf, Value* k0, int64_t count, int rows,
+  void PvAccumulate(Builder& b, Value* vp, Value* pbuf, Value* k0, Value* count, int rows,
                     const Slots& o_run) {
     const int ev = static_cast<int>(e_pad_ / kLanes);
     llvm::Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::fma, {vec_});
-    Loop(b, I64(0), I64(count), 1, "j", [&](Builder& b, Value* j) {
+    Loop(b, I64(0), count, 1, "j", [&](Builder& b, Value* j) {
       Value* vrow = FloatAt(b, vp, b.CreateMul(b.CreateAdd(k0, j), I64(e_pad_)));
       std::vector<Value*> vv(ev);
       for (int e = 0; e < ev; ++e)
@@ -535,7 +606,54 @@ class Emitter {
       }
     }
     // o[r][:] += sum_j p[r][j] * V[k0 + j][:], P of this block at pbuf's row starts.
-    PvAccumulate(b, vp, pbuf, b.CreateMul(blk, I64(t_.k_block)), count, rows, o_run);
+    PvAccumulate(b, vp, pbuf, b.CreateMul(blk, I64(t_.k_block)), I64(count), rows, o_run);
+  }
+
+  // Whether the mask step selects its constant for all `count` keys from k0 in each of the `rows`
+  // query rows from m0.
+  Value* BlockMasked(Builder& b, Value* buffers, Value* bi, Value* m0, Value* k0, int64_t count,
+                     int rows) {
+    Value* all = b.getTrue();
+    Value* no_scores = llvm::Constant::getNullValue(vec_);  // the condition never reads them
+    for (int r = 0; r < rows; ++r) {
+      std::vector<Value*> coords{bi, b.CreateAdd(m0, I64(r)), nullptr};
+      for (int64_t v0 = 0; v0 < count; v0 += kLanes) {
+        Value* j0 = b.CreateAdd(k0, I64(v0));
+        Value* lanes = count - v0 < kLanes ? Mask(static_cast<int>(count - v0)) : nullptr;
+        Value* cond = LowerLeaves(
+            b, graph_, buffers_, buffers, mask_->cond,
+            [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
+              return LoadLeafRow(b, base, leaf, shape, coords, j0, lanes);
+            },
+            no_scores);
+        cond = Splat(b, ConvertTo(b, cond, DType::kBool), kLanes);
+        if (!mask_->masked_when) cond = b.CreateNot(cond);
+        if (lanes) cond = b.CreateOr(cond, b.CreateNot(lanes));
+        all = b.CreateAnd(all, b.CreateAndReduce(cond));
+      }
+    }
+    return all;
+  }
+
+  // A row whose max is above this gives the mask's constant a p of exactly 0.
+  Value* MaskThreshold() { return llvm::ConstantFP::get(f32_, mask_->value + kExpUnderflow); }
+
+  // then_body where `cond` holds, else_body where not; either may be null.
+  void IfElse(Builder& b, Value* cond, const std::function<void(Builder&)>& then_body,
+              const std::function<void(Builder&)>& else_body) {
+    Function* f = b.GetInsertBlock()->getParent();
+    BasicBlock* then_block = BasicBlock::Create(ctx_, "then", f);
+    BasicBlock* else_block = BasicBlock::Create(ctx_, "else", f);
+    BasicBlock* join = BasicBlock::Create(ctx_, "join", f);
+    b.CreateCondBr(cond, then_block, else_block);
+    auto branch = [&](BasicBlock* block, const std::function<void(Builder&)>& body) {
+      b.SetInsertPoint(block);
+      if (body) body(b);
+      b.CreateBr(join);
+    };
+    branch(then_block, then_body);
+    branch(else_block, else_body);
+    b.SetInsertPoint(join);
   }
 
   // The element-wise steps applied to 16 scores of row m, keys j0 + lane.
@@ -649,6 +767,7 @@ class Emitter {
   int q_direct_ = -1, k_direct_ = -1, v_direct_ = -1;  // buffer of an operand read as it is
   bool k_swapped_ = false, v_swapped_ = false;
   std::optional<InlinedExpr> chain_;
+  std::optional<MaskStep> mask_;
   int64_t e_pad_ = 0, k_blocks_ = 0, kt_floats_ = 0, vp_floats_ = 0, qs_floats_ = 0, p_floats_ = 0;
   int64_t p_stride_ = 0;  // floats per query row in pbuf
 };
