@@ -15,7 +15,7 @@ int64_t CheckedExecutors::DefaultMaxBytes() {
   return std::min(bound, static_cast<int64_t>(pages) * page / 4);
 }
 
-CheckedExecutors::CheckedExecutors(int64_t max_bytes) : max_bytes_(max_bytes) {}
+CheckedExecutors::CheckedExecutors(int64_t max_bytes) : entries_(max_bytes) {}
 
 std::string CheckedExecutors::Key(const std::string& graph_text, const std::string& plan_json,
                                   uint64_t seed, int threads) {
@@ -31,38 +31,19 @@ int64_t CheckedExecutors::Bytes(const Graph& graph) {
 
 CheckedExecutors::Checked CheckedExecutors::Take(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return TakeLocked(key);
-}
-
-CheckedExecutors::Checked CheckedExecutors::TakeLocked(const std::string& key) {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return {};
-  Checked checked = std::move(it->second.checked);
-  bytes_ -= it->second.bytes;
-  recency_.erase(it->second.position);
-  entries_.erase(it);
-  return checked;
+  std::optional<Checked> checked = entries_.Take(key);
+  return checked ? std::move(*checked) : Checked{};
 }
 
 void CheckedExecutors::Keep(const std::string& key, Checked checked) {
   const int64_t bytes = Bytes(*checked.graph);
-  if (bytes > max_bytes_) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  TakeLocked(key);
-  while (bytes_ + bytes > max_bytes_) {
-    auto last = entries_.find(recency_.back());
-    bytes_ -= last->second.bytes;
-    entries_.erase(last);
-    recency_.pop_back();
-  }
-  recency_.push_front(key);
-  entries_.emplace(key, Entry{std::move(checked), bytes, recency_.begin()});
-  bytes_ += bytes;
+  entries_.Put(key, std::move(checked), bytes);
 }
 
 bool CheckedExecutors::Contains(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return entries_.count(key) > 0;
+  return entries_.Contains(key);
 }
 
 size_t CheckedExecutors::size() const {
@@ -72,7 +53,7 @@ size_t CheckedExecutors::size() const {
 
 int64_t CheckedExecutors::bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return bytes_;
+  return entries_.cost();
 }
 
 }  // namespace fusetune

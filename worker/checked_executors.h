@@ -12,14 +12,13 @@
 // least recently used leave first. Thread-safe: a job is prepared on another thread than the one
 // that runs jobs (worker/job_runner.h).
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "ir/graph.h"
 #include "worker/executor.h"
+#include "worker/lru_map.h"
 
 namespace fusetune {
 
@@ -51,17 +50,8 @@ class CheckedExecutors {
   int64_t bytes() const;
 
  private:
-  Checked TakeLocked(const std::string& key);
   mutable std::mutex mutex_;
-  struct Entry {
-    Checked checked;
-    int64_t bytes = 0;
-    std::list<std::string>::iterator position;  // in recency_, most recent first
-  };
-  int64_t max_bytes_;
-  int64_t bytes_ = 0;
-  std::unordered_map<std::string, Entry> entries_;
-  std::list<std::string> recency_;
+  LruMap<Checked> entries_;  // costs in bytes (Bytes)
 };
 
 }  // namespace fusetune

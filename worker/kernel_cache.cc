@@ -84,39 +84,29 @@ std::optional<std::vector<ValueId>> ArgumentsFor(const KernelShare& owner, const
   return arguments;
 }
 
-KernelCache::KernelCache(size_t max_kernels) : max_kernels_(std::max<size_t>(1, max_kernels)) {}
+KernelCache::KernelCache(size_t max_kernels)
+    : entries_(static_cast<int64_t>(std::max<size_t>(1, max_kernels))) {}
 
 std::shared_ptr<const codegen::CompiledKernel> KernelCache::Find(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(key);
-  if (it == entries_.end()) {
+  auto* kernel = entries_.Find(key);
+  if (!kernel) {
     ++misses_;
     return nullptr;
   }
   ++hits_;
-  recency_.splice(recency_.begin(), recency_, it->second.position);
-  return it->second.kernel;
+  return *kernel;
 }
 
 bool KernelCache::Contains(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return entries_.count(key) > 0;
+  return entries_.Contains(key);
 }
 
 void KernelCache::Put(const std::string& key,
                       std::shared_ptr<const codegen::CompiledKernel> kernel) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = entries_.find(key); it != entries_.end()) {
-    it->second.kernel = std::move(kernel);
-    recency_.splice(recency_.begin(), recency_, it->second.position);
-    return;
-  }
-  while (entries_.size() >= max_kernels_) {
-    entries_.erase(recency_.back());
-    recency_.pop_back();
-  }
-  recency_.push_front(key);
-  entries_.emplace(key, Entry{std::move(kernel), recency_.begin()});
+  entries_.Put(key, std::move(kernel), 1);
 }
 
 size_t KernelCache::size() const {

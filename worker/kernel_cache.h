@@ -6,18 +6,17 @@
 // recently used leave first (a plan that still holds one keeps it alive). Thread-safe: kernels
 // compiled ahead on other threads (worker/prep_pool.h) are put here.
 #include <cstddef>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ir/fusion.h"
 #include "ir/graph.h"
 #include "ir/plan.h"
 #include "worker/codegen/compile.h"
+#include "worker/lru_map.h"
 
 namespace fusetune {
 
@@ -59,14 +58,8 @@ class KernelCache {
   int64_t misses() const;
 
  private:
-  struct Entry {
-    std::shared_ptr<const codegen::CompiledKernel> kernel;
-    std::list<std::string>::iterator position;  // in recency_, most recent first
-  };
   mutable std::mutex mutex_;
-  size_t max_kernels_;
-  std::unordered_map<std::string, Entry> entries_;
-  std::list<std::string> recency_;
+  LruMap<std::shared_ptr<const codegen::CompiledKernel>> entries_;  // each costs 1
   int64_t hits_ = 0, misses_ = 0;
 };
 

@@ -86,27 +86,12 @@ class ReferenceMemo : public ValueMemo {
   const std::vector<std::string>& keys_;
 };
 
-ReferenceCache::ReferenceCache(int64_t max_bytes) : max_bytes_(max_bytes) {}
+ReferenceCache::ReferenceCache(int64_t max_bytes) : entries_(max_bytes) {}
 
-const Tensor* ReferenceCache::Find(const std::string& key) {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return nullptr;
-  recency_.splice(recency_.begin(), recency_, it->second.position);
-  return &it->second.value;
-}
+const Tensor* ReferenceCache::Find(const std::string& key) { return entries_.Find(key); }
 
 void ReferenceCache::Keep(const std::string& key, const Tensor& value) {
-  const int64_t size = value.type().NumBytes();
-  if (size > max_bytes_ || entries_.count(key)) return;
-  while (bytes_ + size > max_bytes_ && !recency_.empty()) {
-    auto last = entries_.find(recency_.back());
-    bytes_ -= last->second.value.type().NumBytes();
-    entries_.erase(last);
-    recency_.pop_back();
-  }
-  recency_.push_front(key);
-  entries_.emplace(key, Entry{value, recency_.begin()});
-  bytes_ += size;
+  if (!entries_.Contains(key)) entries_.Put(key, value, value.type().NumBytes());
 }
 
 ReferenceCache::Reference ReferenceCache::Get(const Graph& graph, uint64_t seed) {

@@ -10,13 +10,13 @@
 // (a dense with or without its bias and activation) share the anchor's value too. Bounded in
 // bytes; the least recently used values leave first.
 #include <cstdint>
-#include <list>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "worker/lru_map.h"
 
 namespace fusetune {
 
@@ -37,7 +37,7 @@ class ReferenceCache {
   // a whole graph's check asks for in every round).
   std::vector<double> Spread(const Graph& graph, const Reference& reference, uint64_t seed);
 
-  int64_t bytes() const { return bytes_; }
+  int64_t bytes() const { return entries_.cost(); }
   size_t size() const { return entries_.size(); }
 
  private:
@@ -45,14 +45,7 @@ class ReferenceCache {
   const Tensor* Find(const std::string& key);
   void Keep(const std::string& key, const Tensor& value);
 
-  struct Entry {
-    Tensor value;
-    std::list<std::string>::iterator position;  // in recency_, most recent first
-  };
-  int64_t max_bytes_;
-  int64_t bytes_ = 0;
-  std::unordered_map<std::string, Entry> entries_;
-  std::list<std::string> recency_;
+  LruMap<Tensor> entries_;                                        // costs in bytes
   std::unordered_map<std::string, std::vector<double>> spreads_;  // by the outputs' keys
   std::string last_input_keys_;      // the last Get's parameters' keys, in order
   std::vector<Tensor> last_inputs_;  // and their values, outside the bound
