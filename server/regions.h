@@ -14,8 +14,10 @@ struct Region {
 };
 
 // Connected components of "some multi-node candidate group holds both nodes", cut into pieces of
-// at most `max_nodes` consecutive nodes (in value order, so the cut is deterministic); candidates
-// that a cut splits are dropped. Every op node is in exactly one region. Ordered by first node.
+// at most `max_nodes` consecutive nodes (in value order) where the cuts separate the fewest bytes
+// of values from readers a candidate fuses them with (deterministic: ties go to fewer pieces,
+// then later cuts); candidates that a cut splits are dropped. Every op node is in exactly one
+// region. Ordered by first node.
 std::vector<Region> BuildRegions(const Graph& graph, const std::vector<FusedGroup>& candidates,
                                  int max_nodes);
 

@@ -130,9 +130,9 @@ TEST_F(GreedyBaselineTest, KeepsGpt2sElevenOpKernelAndAStoredPlanHoldingItIsReus
   EXPECT_EQ(GroupsOf(second.tuned_plan), GroupsOf(first.tuned_plan));
 }
 
-// A chain of element-wise ops, one greedy group, cut by --max-region 4 after %3; %1 is also read
-// by %4, past the cut. GreedyPlan run on the first region alone would see %1 as an output of the
-// region and not fuse it onward ({%0 %1}, {%2 %3}); the whole graph's greedy group, restricted to
+// A chain of element-wise ops, one greedy group, cut by --max-region 4 after %3; %0 is also read
+// by %4, past the cut. GreedyPlan run on the first region alone would see %0 as an output of the
+// region and not fuse it onward ({%0}, {%1 %2 %3}); the whole graph's greedy group, restricted to
 // the region, is {%0 %1 %2 %3}.
 TEST_F(GreedyBaselineTest, ARegionCutCutsTheWholeGraphsGreedyGroupNotTheRules) {
   const char* text = R"(fn (%x: Tensor[(16, 64), float32]) {
@@ -140,7 +140,7 @@ TEST_F(GreedyBaselineTest, ARegionCutCutsTheWholeGraphsGreedyGroupNotTheRules) {
   %1 = negative(%0);
   %2 = exp(%1);
   %3 = negative(%2);
-  %4 = add(%3, %1);
+  %4 = add(%3, %0);
   exp(%4)
 })";
   const Graph g = ParseRelay(text, "chain.relay");

@@ -1,0 +1,60 @@
+// Region cuts (server/regions.h): a component larger than --max-region is cut where the
+// candidates split keep the fewest bytes inside, so a stack of identical blocks is cut at its
+// block boundaries, alike in every block, and no matmul loses its epilogue to a cut.
+#include "server/regions.h"
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "ir/text/relay_parser.h"
+#include "server/candidates.h"
+
+namespace fusetune {
+namespace {
+
+// `blocks` MLP blocks: dense to 256 wide, bias, tanh, dense back to 64, a scale, which the next
+// block's dense reads as its prologue (the candidates join the blocks into one component). Five
+// op nodes each; the 256-wide values stay inside a block.
+std::string MlpStack(int blocks) {
+  std::string params, body;
+  for (int b = 0; b < blocks; ++b) {
+    params += fmt::format(
+        ", %w1_{0}: Tensor[(256, 64), float32], %b1_{0}: Tensor[(256,), float32], "
+        "%w2_{0}: Tensor[(64, 256), float32]",
+        b);
+    const std::string in = b == 0 ? "%x" : fmt::format("%n{}", b - 1);
+    body += fmt::format(
+        "  %d1_{0} = nn.dense({1}, %w1_{0}, units=256);\n"
+        "  %a_{0} = add(%d1_{0}, %b1_{0});\n"
+        "  %t_{0} = tanh(%a_{0});\n"
+        "  %d2_{0} = nn.dense(%t_{0}, %w2_{0}, units=64);\n"
+        "  %n{0} = multiply(%d2_{0}, 0.5f);\n",
+        b, in);
+  }
+  return fmt::format("fn (%x: Tensor[(16, 64), float32]{}) {{\n{}  %n{}\n}}", params, body,
+                     blocks - 1);
+}
+
+TEST(Regions, AStackIsCutAtItsBlockBoundaries) {
+  const Graph g = ParseRelay(MlpStack(6), "stack.relay");
+  const std::vector<Region> regions =
+      BuildRegions(g, EnumerateCandidateGroups(RequestPolicy(g, {})), 8);
+  // 30 op nodes, at most 8 a region: no region holds two blocks (10). A cut between blocks
+  // separates a 64-wide value from the next dense's prologue; one inside a block, a 256-wide value
+  // from its bias or tanh. Cuts every 8 nodes (as before) fell inside blocks 1, 3 and 4.
+  std::vector<std::string> got;
+  for (const Region& r : regions) {
+    std::string names;
+    for (ValueId v : r.nodes) names += (names.empty() ? "" : " ") + g.value(v).name;
+    got.push_back(names);
+  }
+  std::vector<std::string> want;
+  for (int b = 0; b < 6; ++b) want.push_back(fmt::format("d1_{0} a_{0} t_{0} d2_{0} n{0}", b));
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace
+}  // namespace fusetune
