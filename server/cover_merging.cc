@@ -2,44 +2,48 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 namespace fusetune {
 
 Partition MergeWithinNoise(const std::vector<CostedGroup>& candidates, const Partition& best,
                            double floor) {
   if (!best.found()) return best;
-  std::map<std::vector<ValueId>, size_t> by_nodes;
-  for (size_t i = 0; i < candidates.size(); ++i)
-    if (candidates[i].recompute.empty() && std::isfinite(candidates[i].cost))
-      by_nodes.emplace(candidates[i].nodes, i);
   const double limit = best.cost * (1 + floor);
   Partition cover = best;
   for (;;) {
-    size_t take_a = 0, take_b = 0, take_union = 0;
+    std::vector<size_t> take_parts;  // positions in cover.groups, ascending
+    size_t take_union = 0;
     double take_cost = 0;
-    bool found = false;
-    for (size_t a = 0; a < cover.groups.size(); ++a) {
-      const CostedGroup& ga = candidates[cover.groups[a]];
-      if (!ga.recompute.empty()) continue;
-      for (size_t b = a + 1; b < cover.groups.size(); ++b) {
-        const CostedGroup& gb = candidates[cover.groups[b]];
-        if (!gb.recompute.empty()) continue;
-        std::vector<ValueId> both;
-        std::merge(ga.nodes.begin(), ga.nodes.end(), gb.nodes.begin(), gb.nodes.end(),
-                   std::back_inserter(both));
-        auto it = by_nodes.find(both);
-        if (it == by_nodes.end()) continue;
-        const double cost = cover.cost - ga.cost - gb.cost + candidates[it->second].cost;
-        if (cost <= limit && (!found || cost < take_cost)) {
-          take_a = a, take_b = b, take_union = it->second, take_cost = cost;
-          found = true;
-        }
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const CostedGroup& u = candidates[c];
+      if (u.nodes.size() < 2 || !u.recompute.empty() || !std::isfinite(u.cost)) continue;
+      // The cover's groups inside `u`; `u` is their union when they hold all of its nodes and no
+      // group of the cover lies partly inside it.
+      std::vector<size_t> parts;
+      size_t covered = 0;
+      double parts_cost = 0;
+      bool exact = true;
+      for (size_t g = 0; g < cover.groups.size() && exact; ++g) {
+        const CostedGroup& part = candidates[cover.groups[g]];
+        const size_t inside =
+            static_cast<size_t>(std::count_if(part.nodes.begin(), part.nodes.end(), [&](ValueId v) {
+              return std::binary_search(u.nodes.begin(), u.nodes.end(), v);
+            }));
+        if (inside == 0) continue;
+        exact = inside == part.nodes.size() && part.recompute.empty();
+        parts.push_back(g);
+        covered += inside;
+        parts_cost += part.cost;
       }
+      if (!exact || parts.size() < 2 || covered != u.nodes.size()) continue;
+      const double cost = cover.cost - parts_cost + u.cost;
+      if (cost <= limit && (take_parts.empty() || cost < take_cost))
+        take_parts = std::move(parts), take_union = c, take_cost = cost;
     }
-    if (!found) return cover;
-    cover.groups.erase(cover.groups.begin() + static_cast<std::ptrdiff_t>(take_b));
-    cover.groups[take_a] = take_union;
+    if (take_parts.empty()) return cover;
+    for (auto g = take_parts.rbegin(); g != take_parts.rend(); ++g)
+      cover.groups.erase(cover.groups.begin() + static_cast<std::ptrdiff_t>(*g));
+    cover.groups.push_back(take_union);
     cover.cost = take_cost;
   }
 }

@@ -16,10 +16,11 @@
 namespace fusetune {
 
 // Starting from `best` (a cover of FindBestPartition over `candidates`), repeatedly replaces two
-// of its groups by the candidate that is exactly their union, the replacement that raises the
-// cost least first, while the cover's cost stays within `floor` (relative) of `best`'s. Groups
-// that recompute a value are never merged (their readers must recompute it too). The returned
-// groups are not in execution order; the caller sorts the plan.
+// or more of its groups by the candidate that is exactly their union, the replacement that raises
+// the cost least first, while the cover's cost stays within `floor` (relative) of `best`'s: an
+// attention kernel replaces the two products and the softmax chain between them at once, which
+// no pair of them could. Groups that recompute a value are never merged (their readers must
+// recompute it too). The returned groups are not in execution order; the caller sorts the plan.
 Partition MergeWithinNoise(const std::vector<CostedGroup>& candidates, const Partition& best,
                            double floor);
 

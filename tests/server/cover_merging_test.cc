@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+#include <vector>
+
 namespace fusetune {
 namespace {
 
@@ -41,6 +45,21 @@ TEST(MergeWithinNoise, TheFloorIsTheBestCoversNotEachStepsAndTheCheapestMergeGoe
   EXPECT_EQ(two.groups.size(), 2u);
   EXPECT_NE(std::find(two.groups.begin(), two.groups.end(), 4), two.groups.end());
   EXPECT_DOUBLE_EQ(two.cost, 1008);
+}
+
+TEST(MergeWithinNoise, ThreeGroupsAtOnceWhereNoPairIsACandidate) {
+  // Attention at S = 128: Q·Kᵀ (130 µs), the mask and softmax (62), P·V (125), and the attention
+  // kernel that is all three (318); no two of them make a kernel. A cover group that lies only
+  // partly inside the union keeps it from being taken.
+  std::vector<CostedGroup> c = {
+      {{2, 3}, 130}, {{4, 5}, 62}, {{6}, 125}, {{2, 3, 4, 5, 6}, 318}, {{1}, 2000}};
+  const Partition best = Cover({0, 1, 2, 4}, c);  // 2317, the floor allows 2386
+  const Partition merged = MergeWithinNoise(c, best, 0.03);
+  EXPECT_EQ(merged.groups, (std::vector<size_t>{4, 3}));
+  EXPECT_DOUBLE_EQ(merged.cost, 2318);
+
+  c.push_back({{1, 2}, 2100});  // a cover group partly inside the union
+  EXPECT_EQ(MergeWithinNoise(c, Cover({5, 1, 2}, c), 0.03).groups, (std::vector<size_t>{5, 1, 2}));
 }
 
 TEST(MergeWithinNoise, NeverMergesARecomputingGroupOrAnUnmeasuredUnion) {
