@@ -1,7 +1,6 @@
 #include "server/regions.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <map>
 #include <numeric>
