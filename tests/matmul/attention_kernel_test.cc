@@ -9,7 +9,6 @@
 #include <cmath>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -140,12 +139,14 @@ fn (%q: Tensor[(2, 19, 24), float32], %k: Tensor[(2, 37, 24), float32],
   CheckAllSchedules(f);
 }
 
-// GPT-2's export: the scores given a leading 1 (`add_one`) for a [1, 1, M, N] boolean mask that
-// `where` turns into -FLT_MAX, the softmax over the rank-4 tensor, P back to rank 3 (`drop_one`).
-std::string CausalWithALeadingOne(const std::string& add_one, const std::string& drop_one) {
+// GPT-2's export at M queries and N keys: the scores given a leading 1 (`add_one`) for a
+// [1, 1, M, N] boolean mask that `where` turns into -FLT_MAX, the softmax over the rank-4
+// tensor, P back to rank 3 (`drop_one`).
+std::string CausalWithALeadingOne(const std::string& add_one, const std::string& drop_one,
+                                  int m = 37, int n = 45) {
   return fmt::format(R"(
-fn (%q: Tensor[(3, 37, 24), float32], %kt: Tensor[(3, 24, 45), float32],
-    %v: Tensor[(3, 45, 20), float32], %mask: Tensor[(1, 1, 37, 45), bool]) {{
+fn (%q: Tensor[(3, {2}, 24), float32], %kt: Tensor[(3, 24, {3}), float32],
+    %v: Tensor[(3, {3}, 20), float32], %mask: Tensor[(1, 1, {2}, {3}), bool]) {{
   %0 = nn.batch_matmul(%q, %kt, transpose_b=False);
   %1 = {0};
   %2 = multiply(%1, 0.125f);
@@ -154,7 +155,7 @@ fn (%q: Tensor[(3, 37, 24), float32], %kt: Tensor[(3, 24, 45), float32],
   %5 = {1};
   nn.batch_matmul(%5, %v, transpose_b=False)
 }})",
-                     add_one, drop_one);
+                     add_one, drop_one, m, n);
 }
 
 TEST(AttentionKernel, CausalMaskOnScoresWithALeadingOne) {
@@ -184,11 +185,8 @@ Fixture WithParam(Fixture f, const std::string& name, const std::function<double
 
 // GPT-2's attention at M x N with mask(m, n) as its [1, 1, M, N] mask.
 Fixture CausalForm(int m, int n, const std::function<bool(int64_t, int64_t)>& masked) {
-  std::string text = CausalWithALeadingOne("expand_dims(%0, axis=0)", "squeeze(%4, axis=[0])");
-  for (auto [from, to] :
-       {std::pair<std::string, std::string>{"37", std::to_string(m)}, {"45", std::to_string(n)}})
-    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
-      text.replace(at, from.size(), to);
+  const std::string text =
+      CausalWithALeadingOne("expand_dims(%0, axis=0)", "squeeze(%4, axis=[0])", m, n);
   return WithParam(Prepare(text, {"0", "1", "2", "3", "4", "5", "6"}), "mask",
                    [&](int64_t i) { return masked(i / n, i % n) ? 1.0 : 0.0; });
 }

@@ -1,6 +1,6 @@
-// Region cuts (server/regions.h): a component larger than --max-region is cut where the
-// candidates split keep the fewest bytes inside, so a stack of identical blocks is cut at its
-// block boundaries, alike in every block, and no matmul loses its epilogue to a cut.
+// Region cuts (server/regions.h): a component larger than --max-region is cut where the cuts
+// separate the fewest bytes from readers a candidate fuses them with, so a stack of identical
+// blocks is cut at its block boundaries, alike in every block, and no matmul loses its epilogue.
 #include "server/regions.h"
 
 #include <string>

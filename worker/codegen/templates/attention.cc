@@ -238,6 +238,21 @@ class Emitter {
     return static_cast<int>(std::clamp<int64_t>(limit - start, 0, kLanes));
   }
 
+  // The lanes of the vector from key v0 that hold one of a block's `count` keys, or nullptr when
+  // all 16 do.
+  Value* KeyLanes(int64_t count, int64_t v0) {
+    const int lanes = LanesLeft(count, v0);
+    return lanes < kLanes ? Mask(lanes) : nullptr;
+  }
+
+  // Scores `x` with -inf in the lanes past the block's keys (none when `lanes` is null): the
+  // softmax gives them 0.
+  Value* PadPastKeys(Builder& b, Value* x, Value* lanes) {
+    if (!lanes) return x;
+    return b.CreateSelect(lanes, x,
+                          b.CreateVectorSplat(kLanes, llvm::ConstantFP::getInfinity(f32_, true)));
+  }
+
   Value* FloatAt(Builder& b, Value* base, Value* offset) {
     return b.CreateInBoundsGEP(f32_, base, offset);
   }
@@ -407,14 +422,10 @@ class Emitter {
       if (!mask_) return compute(b);
       // Every score of a masked block is the constant: stored without computing a product.
       auto fill = [&](Builder& b) {
-        const int sv = static_cast<int>((count + kLanes - 1) / kLanes);
-        const int tail = static_cast<int>(count - (sv - 1) * kLanes);
         Value* masked = b.CreateVectorSplat(kLanes, llvm::ConstantFP::get(f32_, mask_->value));
-        std::vector<Value*> row(sv, masked);
-        if (tail < kLanes)
-          row.back() = b.CreateSelect(
-              Mask(tail), masked,
-              b.CreateVectorSplat(kLanes, llvm::ConstantFP::getInfinity(f32_, true)));
+        std::vector<Value*> row;
+        for (int64_t v0 = 0; v0 < count; v0 += kLanes)
+          row.push_back(PadPastKeys(b, masked, KeyLanes(count, v0)));
         store(b, std::vector<std::vector<Value*>>(rows, row));
       };
       IfElse(b, BlockMasked(b, buffers, bi, m0, k0, count, rows), fill, compute);
@@ -527,8 +538,6 @@ class Emitter {
                                           int rows) {
     const int64_t kb = t_.k_block;
     const int sv = static_cast<int>((count + kLanes - 1) / kLanes);
-    const int tail_lanes = static_cast<int>(count - (sv - 1) * kLanes);
-    Value* tail_mask = tail_lanes < kLanes ? Mask(tail_lanes) : nullptr;
     Value* k0 = b.CreateMul(blk, I64(kb));
     Value* kt_blk = FloatAt(b, kt, b.CreateMul(blk, I64(s_.d * kb)));
     llvm::Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::fma, {vec_});
@@ -552,18 +561,15 @@ class Emitter {
       }
     });
 
-    Value* neg_inf = llvm::ConstantFP::getInfinity(f32_, true);
     std::vector<std::vector<Value*>> x(rows, std::vector<Value*>(sv));
     for (int r = 0; r < rows; ++r) {
       Value* m = b.CreateAdd(m0, I64(r));
       for (int v = 0; v < sv; ++v) {
         x[r][v] = b.CreateLoad(vec_, s_acc[r * sv + v]);
-        Value* lane_mask = v == sv - 1 ? tail_mask : nullptr;
+        Value* lanes = KeyLanes(count, v * kLanes);
         if (chain_)
-          x[r][v] =
-              ApplyChain(b, buffers, bi, m, b.CreateAdd(k0, I64(v * kLanes)), x[r][v], lane_mask);
-        if (lane_mask)
-          x[r][v] = b.CreateSelect(lane_mask, x[r][v], b.CreateVectorSplat(kLanes, neg_inf));
+          x[r][v] = ApplyChain(b, buffers, bi, m, b.CreateAdd(k0, I64(v * kLanes)), x[r][v], lanes);
+        x[r][v] = PadPastKeys(b, x[r][v], lanes);
       }
     }
     return x;
@@ -619,7 +625,7 @@ class Emitter {
       std::vector<Value*> coords{bi, b.CreateAdd(m0, I64(r)), nullptr};
       for (int64_t v0 = 0; v0 < count; v0 += kLanes) {
         Value* j0 = b.CreateAdd(k0, I64(v0));
-        Value* lanes = count - v0 < kLanes ? Mask(static_cast<int>(count - v0)) : nullptr;
+        Value* lanes = KeyLanes(count, v0);
         Value* cond = LowerLeaves(
             b, graph_, buffers_, buffers, mask_->cond,
             [&](Value* base, const ExprLeaf& leaf, const Shape& shape) {
