@@ -371,13 +371,16 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
       first.push_back(prep[i].distinct.size() == 1 ? 1 : kMinRounds);
     }
   run_rounds(all, first);
-  for (int round = 1; round < kMaxRounds; ++round) {
+  int most_rounds = 0;
+  for (const ThreeWay& w : ways) most_rounds = std::max(most_rounds, w.max_rounds);
+  for (int round = 1; round < most_rounds; ++round) {
     std::vector<size_t> undecided;
     for (size_t i : all) {
       const Prepared& p = prep[i];
       const bool any_left = std::count(p.failed.begin(), p.failed.end(), false) > 0;
-      if (any_left && static_cast<int>(p.rounds.size()) < kMaxRounds &&
-          !DecideThreeWay(p.rounds, p.plan_of, order_of(i), kMaxRounds, *p.labels).settled)
+      const int cap = ways[i].max_rounds;
+      if (any_left && static_cast<int>(p.rounds.size()) < cap &&
+          !DecideThreeWay(p.rounds, p.plan_of, order_of(i), cap, *p.labels).settled)
         undecided.push_back(i);
     }
     if (undecided.empty()) break;
@@ -403,7 +406,8 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
           if (p.plan_of[other] == p.plan_of[slot] && !res.reason[other].empty())
             res.reason[slot] = res.reason[other];
     }
-    const NoiseDecision d = DecideThreeWay(p.rounds, p.plan_of, order_of(i), kMaxRounds, *p.labels);
+    const NoiseDecision d =
+        DecideThreeWay(p.rounds, p.plan_of, order_of(i), ways[i].max_rounds, *p.labels);
     res.chosen = d.chosen;
     res.decision = d.text;
     if (std::isfinite(d.margin)) res.margin = d.margin;
@@ -434,6 +438,10 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
     if (baselines == BaselineSchedules::kDefaults && way.plans[kTuned] &&
         OnlyDueledSchedules(g, rs.sub, *way.plans[kTuned], *way.plans[kGreedy], plan.groups))
       way.order = &kIncumbentFirst;
+    const auto copies = std::count_if(regions.begin(), regions.end(), [&](const TuneRegion& r) {
+      return r.representative == rs.region;
+    });
+    if (copies > 1) way.max_rounds = kMaxRoundsRepeated;
     ways.push_back(std::move(way));
   }
   std::vector<ThreeWayResult> results = TimeThreeWays(ways, runner, "validating");

@@ -408,6 +408,61 @@ TEST_F(TunerTest, ADisturbedValidationRoundDoesNotChangeTheStoredPlan) {
   }
 }
 
+// A region that stands for several of the graph's regions gets more rounds before its decision
+// settles (kMaxRoundsRepeated): the unfused plan loses the first two rounds, then wins every
+// round 4x. Alone, the block is settled after those two rounds (7 wins of 9 could not pass the
+// sign test) and greedy's fused plan is kept; standing for three blocks it wins 9 of 11.
+TEST_F(TunerTest, ARegionOfARepeatedSignatureGetsMoreRoundsBeforeItsDecision) {
+  const char* one_block = R"(fn (%x: Tensor[(8, 64), float32]) {
+  %0 = exp(%x);
+  %1 = negative(%0);
+  nn.softmax(%1)
+})";
+  const char* three_blocks = R"(fn (%x: Tensor[(8, 64), float32]) {
+  %0 = exp(%x);
+  %1 = negative(%0);
+  %2 = nn.softmax(%1);
+  %3 = exp(%2);
+  %4 = negative(%3);
+  %5 = nn.softmax(%4);
+  %6 = exp(%5);
+  %7 = negative(%6);
+  nn.softmax(%7)
+})";
+  TuneOptions options;
+  options.search.never_fuse_ops = {"nn.softmax"};
+  options.search.schedules_per_group = 1;
+  options.search.schedule_budget = 0;
+  for (const char* text : {one_block, three_blocks}) {
+    const bool repeated = text == three_blocks;
+    SCOPED_TRACE(repeated ? "three blocks" : "one block");
+    std::filesystem::remove(path_);
+    db::Database database(path_.string());
+    db::Cache store(database);
+    ModelBackend backend;
+    int block_rounds = 0;
+    backend.adjust = [&](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+      const bool block = job.graph_text.find("softmax") == std::string::npos;
+      if (IsValidationJob(job) && block && plan.name == job.plans.front().name)
+        ++block_rounds;  // once per job
+      // The jobs after the blocks' rounds (the whole graph's) see the same: unfused 4x faster.
+      bool all_single = true;
+      for (const PlanGroup& pg : plan.groups) all_single &= pg.nodes.size() == 1;
+      if (all_single && block_rounds > 2) t.median_us *= 0.25;
+    };
+    const TuneReport r = Tune(ParseRelay(text, "blocks.relay"), options, store, backend);
+    int blocks = 0;
+    for (const RegionReport& region : r.regions) {
+      if (region.ops != std::vector<std::string>{"exp", "negative"}) continue;
+      ++blocks;
+      EXPECT_EQ(region.chosen, repeated ? "unfused" : "greedy") << region.decision;
+      EXPECT_EQ(region.rounds, repeated ? 11 : 2) << region.decision;
+    }
+    EXPECT_EQ(blocks, repeated ? 3 : 1);
+    EXPECT_EQ(block_rounds, repeated ? 11 : 2) << "one block's rounds stand for all three";
+  }
+}
+
 // ---- baselines on default schedules: searched schedules must win in sequence ----
 
 // Whether every group of `plan` (over the job's graph) runs its template's default schedule.
