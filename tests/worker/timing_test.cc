@@ -148,6 +148,11 @@ TEST(Timing, JobsAdaptFromThreeRepeatsAndRaceTheBestPlan) {
   EXPECT_EQ(JobTiming(asked, 0, 0.5).warmup, asked.warmup - 1);
   // No check ran (a plan checked in an earlier job): every warm-up call.
   EXPECT_EQ(JobTiming(asked, 0, std::nullopt).warmup, asked.warmup);
+  // A plan kept built from an earlier job: one call brings its data back into the caches.
+  EXPECT_EQ(JobTiming(asked, 0, std::nullopt, /*alone=*/true, /*kept=*/true).warmup, 1);
+  asked.warmup = 0;
+  EXPECT_EQ(JobTiming(asked, 0, std::nullopt, true, true).warmup, 0) << "never more than asked";
+  asked.warmup = 2;
   asked.repeat = 1;  // never more repeats than the job allows
   EXPECT_EQ(JobTiming(asked, 0).min_repeat, 1);
 }
