@@ -18,6 +18,26 @@ inline double RelativeError(double median_us, double stddev_us, int64_t repeat) 
          std::sqrt(static_cast<double>(std::max<int64_t>(1, repeat)));
 }
 
+// A round's spread (server/validation.cc) comes from the repeats' median absolute deviation
+// instead: the round's figure is a plan's fastest repeat, and one slow repeat, which leaves that
+// figure alone, tripled a plan's standard deviation. In a GPT-2 stack's tune the first repeat of
+// a decision's plan ran a median 2-8% and at the slowest tenth 1.9-2.3x slower than the others
+// after a check call as long as a repeat, which was then its only warm-up; the MLP's
+// plan, 1.04-1.08x faster than greedy in every round, showed ±3-6% against greedy's ±0.8% and was
+// decided "within noise". The factor makes the MAD of n normal repeats a standard deviation on
+// average (1.4826 for many; simulated for the few a worker takes: from 3, stopping once most
+// agree).
+inline double MadToStddev(int64_t n) {
+  constexpr double kFactor[] = {0,     0,     1.772, 2.199, 2.017, 1.806,
+                                1.762, 1.688, 1.670, 1.632, 1.626};
+  return n < 2 ? 0 : n <= 10 ? kFactor[n] : 1.4826;
+}
+// A round's relative error: from the MAD when the worker sent one, else from the stddev.
+inline double RoundRelativeError(double median_us, double stddev_us, double mad_us,
+                                 int64_t repeat) {
+  return RelativeError(median_us, mad_us > 0 ? MadToStddev(repeat) * mad_us : stddev_us, repeat);
+}
+
 // Short timings with few repeats can report a spread as large as the time itself (one cold
 // repeat); past this the spread says nothing more, and the paired rounds' sign test decides.
 inline constexpr double kNoiseCeiling = 0.25;

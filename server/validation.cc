@@ -347,9 +347,10 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
         }
         // A plan's figure in a round is its fastest repeat: interference on a shared machine
         // only adds time, and its bursts hit single repeats (BENCHMARKS.md, "Whole-graph rounds
-        // under bursts of load"). The spread still marks a round disturbed (noise.h).
+        // under bursts of load"). Its spread, from the repeats' MAD (noise.h), marks a round
+        // disturbed only when most repeats were.
         round.us[slot] = t.min_us > 0 ? t.min_us : t.median_us;
-        round.rel_error[slot] = RelativeError(t.median_us, t.stddev_us, t.repeat);
+        round.rel_error[slot] = RoundRelativeError(t.median_us, t.stddev_us, t.mad_us, t.repeat);
         res.max_abs_error[slot] = std::max(res.max_abs_error[slot], t.max_abs_error);
       }
       spdlog::debug("{} {} round {}: tuned {} ±{:.1f}%, greedy {} ±{:.1f}%, unfused {} ±{:.1f}%",

@@ -48,6 +48,7 @@ struct PlanResult {
   bool ok = false;
   std::string reason;  // why not ok: compile error, wrong result (with the error), crash, timeout
   double median_us = 0, min_us = 0, stddev_us = 0;
+  double mad_us = 0;  // median absolute deviation of the repeats (worker/timing.h)
   int64_t number = 0, repeat = 0;
   double compile_ms = 0;  // this plan's kernels (0 when every one was found compiled)
   double check_ms = 0;    // one run of the plan and the comparison with the reference

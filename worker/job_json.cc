@@ -65,6 +65,7 @@ std::string ResultToJson(const JobResult& r) {
                      {"median_us", p.median_us},
                      {"min_us", p.min_us},
                      {"stddev_us", p.stddev_us},
+                     {"mad_us", p.mad_us},
                      {"number", p.number},
                      {"repeat", p.repeat},
                      {"compile_ms", p.compile_ms},
@@ -96,6 +97,7 @@ JobResult ResultFromJson(const std::string& text) {
       t.median_us = p.value("median_us", 0.0);
       t.min_us = p.value("min_us", 0.0);
       t.stddev_us = p.value("stddev_us", 0.0);
+      t.mad_us = p.value("mad_us", 0.0);
       t.number = p.value("number", int64_t{0});
       t.repeat = p.value("repeat", int64_t{0});
       t.compile_ms = p.value("compile_ms", 0.0);

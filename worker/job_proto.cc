@@ -117,6 +117,7 @@ v1::MeasurementResult ResultToProto(const JobResult& result) {
     t->set_median_us(p.median_us);
     t->set_min_us(p.min_us);
     t->set_stddev_us(p.stddev_us);
+    t->set_mad_us(p.mad_us);
     t->set_number(p.number);
     t->set_repeat(static_cast<int32_t>(p.repeat));
     t->set_compile_ms(p.compile_ms);
@@ -145,6 +146,7 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
     for (auto [value, field] : {std::pair{t.median_us(), "median_us"},
                                 {t.min_us(), "min_us"},
                                 {t.stddev_us(), "stddev_us"},
+                                {t.mad_us(), "mad_us"},
                                 {t.compile_ms(), "compile_ms"},
                                 {t.check_ms(), "check_ms"},
                                 {t.timing_ms(), "timing_ms"},
@@ -163,6 +165,7 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
     p.median_us = t.median_us();
     p.min_us = t.min_us();
     p.stddev_us = t.stddev_us();
+    p.mad_us = t.mad_us();
     p.number = t.number();
     p.repeat = t.repeat();
     p.compile_ms = t.compile_ms();

@@ -93,11 +93,13 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
   std::string stage = "compile";
   auto start = std::chrono::steady_clock::now();
   try {
-    // The check's call, when this job checked the plan: it warmed the plan up.
+    // The call that warmed the plan up: the check's, or for an executor kept from an earlier
+    // job, a call of its last timing when that was as long as a repeat (it touched all it will
+    // touch; no warm-up call is worth its time), else none (a full warm-up).
     std::optional<double> call_ms;
-    const bool kept = checked.executor != nullptr;
-    if (kept) {
+    if (checked.executor) {
       r.max_abs_error = checked.max_abs_error;
+      if (checked.call_ms >= run.job.timing.min_repeat_ms) call_ms = checked.call_ms;
     } else {
       Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
       const std::string fault = InjectedFault(g, plan);
@@ -140,7 +142,7 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
     rusage before{}, after{};
     if (debug) getrusage(RUSAGE_THREAD, &before);
     PlanProfile profile =
-        executor.Measure(JobTiming(run.job.timing, best_us, call_ms, run.job.alone, kept),
+        executor.Measure(JobTiming(run.job.timing, best_us, call_ms, run.job.alone),
                          PlanExecutor::KernelTimes::kInSequence);
     r.timing_ms = MsSince(start);
     if (debug) {
@@ -160,6 +162,7 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
     r.median_us = profile.total.median_us;
     r.min_us = profile.total.min_us;
     r.stddev_us = profile.total.stddev_us;
+    r.mad_us = profile.total.mad_us;
     r.number = profile.total.number;
     r.repeat = profile.total.repeat;
     for (const KernelTiming& k : profile.kernels) r.kernel_us.push_back(k.timing.median_us);
@@ -167,6 +170,7 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
     // Only a decision's job has later rounds (validation, duels, the whole graph, cache verify);
     // a candidate's plan is timed once, and keeping it would only hold its memory.
     if (run.job.alone) {
+      checked.call_ms = r.median_us / 1e3;
       run.checked.Keep(CheckedKey(run.job, job_plan), std::move(checked));
     }
   } catch (const std::exception& e) {
@@ -182,14 +186,12 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
 }  // namespace
 
 TimingOptions JobTiming(const TimingOptions& asked, double best_us,
-                        std::optional<double> check_call_ms, bool alone, bool kept) {
+                        std::optional<double> check_call_ms, bool alone) {
   TimingOptions t = asked;
   // The check has just run the plan once: one warm-up call fewer, or none after a call that long
   // (for a call of 8 ms and three repeats of one call, the warm-up was a fourth of the timing).
   if (check_call_ms)
     t.warmup = *check_call_ms >= asked.min_repeat_ms ? 0 : std::max(0, asked.warmup - 1);
-  else if (kept)
-    t.warmup = std::min(asked.warmup, 1);
   t.min_repeat = std::min(kMinRepeats, std::max(1, asked.repeat));
   t.tolerance = kAgreement;
   // A decision's rounds take each plan's fastest repeat (server/validation.cc), and a burst of

@@ -42,16 +42,10 @@ class Jit;
 // 3 repeats; racing against `best_us`, the fastest plan of the job so far (0: none yet). The
 // check has just run the plan once, in `check_call_ms`: that counts as one warm-up call, and as
 // all of them when it lasted a repeat (a call that long has touched everything it will touch);
-// nullopt when no check ran: every warm-up call, or for a plan `kept` built and bound from an
-// earlier job (worker/checked_executors.h) one: its pages are touched, but the plans timed since
-// its last call have taken its data out of the caches. Without that call the first repeat of a
-// kept 7 ms plan ran 3-8% slower than the others, the spread it left in the round hid the
-// plan's wins (server/noise.h counts a round won only beyond the spread), and a GPT-2 MLP plan
-// 1.04-1.08x faster in every round was decided "within noise".
+// nullopt when no check ran (the plan was checked in an earlier job): every warm-up call.
 // A job timed `alone` (MeasureJob::alone: a decision rests on it) does not race.
 TimingOptions JobTiming(const TimingOptions& asked, double best_us,
-                        std::optional<double> check_call_ms = 0, bool alone = false,
-                        bool kept = false);
+                        std::optional<double> check_call_ms = 0, bool alone = false);
 
 // The threads of a JobRunner's PrepPool: FUSETUNE_PREP_THREADS when set (0: compile and
 // interpret on the job's own thread, one kernel at a time), else the cores this process may use.

@@ -65,6 +65,10 @@ Timing Summarize(std::vector<double> samples_us, int number) {
   double var = 0;
   for (double s : sorted) var += (s - mean) * (s - mean);
   t.stddev_us = n > 1 ? std::sqrt(var / (n - 1)) : 0.0;
+  std::vector<double> deviations;
+  for (double s : sorted) deviations.push_back(std::abs(s - t.median_us));
+  std::sort(deviations.begin(), deviations.end());
+  t.mad_us = n % 2 ? deviations[n / 2] : 0.5 * (deviations[n / 2 - 1] + deviations[n / 2]);
   return t;
 }
 

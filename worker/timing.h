@@ -35,6 +35,9 @@ struct Timing {
   double median_us = 0;
   double min_us = 0;
   double stddev_us = 0;
+  // The median of the repeats' distances from their median: a spread that one repeat disturbed
+  // by another process (or started cold) does not inflate, as it does stddev_us.
+  double mad_us = 0;
   int number = 0;
   int repeat = 0;
   bool raced = false;              // stopped early as clearly slower than options.race_us

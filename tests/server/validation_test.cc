@@ -82,6 +82,21 @@ TEST(NoiseRule, APlanTrulyTwiceAsFastWinsAfterFiveRounds) {
   EXPECT_NE(five.text.find("tuned chosen"), std::string::npos) << five.text;
 }
 
+// A round's spread comes from the repeats' MAD: a plan 5% faster whose one cold repeat (150 of
+// 100, 101) made its stddev 28% still wins the round against a plan timed 105-106.
+TEST(NoiseRule, OneSlowRepeatDoesNotHideARoundsWin) {
+  const double from_mad = RoundRelativeError(101, 28.6, 1.0, 3);
+  EXPECT_NEAR(from_mad, 1.2533 * 2.199 / 101 / std::sqrt(3.0), 1e-9);
+  EXPECT_LT(from_mad, 0.02);
+  const double from_stddev = RoundRelativeError(101, 28.6, 0, 3);  // a worker without mad_us
+  EXPECT_NEAR(from_stddev, RelativeError(101, 28.6, 3), 1e-12);
+  EXPECT_GT(from_stddev, 0.2);
+  const double other = RoundRelativeError(105.5, 0.6, 0.5, 3);
+  EXPECT_TRUE(RoundWon(100, from_mad, 105, other));
+  EXPECT_FALSE(RoundWon(100, from_stddev, 105, other)) << "the test shows nothing";
+  EXPECT_DOUBLE_EQ(MadToStddev(20), 1.4826);
+}
+
 TEST(NoiseRule, AFasterPlanWithinTheNoiseFloorKeepsGreedy) {
   const NoiseDecision d = DecideThreeWay(Rounds(9, 99.2, 100, 300), kDistinct);
   EXPECT_EQ(d.chosen, kGreedy);

@@ -1,5 +1,5 @@
-// A measurement job's `alone` flag survives both of its wires: JSON (the local sandbox's pipe and
-// the server's queue rows) and protobuf (the farm's workers).
+// A measurement job's `alone` flag, and a result's spread (mad_us), survive both of their wires:
+// JSON (the local sandbox's pipe and the server's queue rows) and protobuf (the farm's workers).
 #include <gtest/gtest.h>
 
 #include "worker/job.h"
@@ -28,6 +28,32 @@ TEST(JobWire, AloneRoundTripsThroughProtobuf) {
   EXPECT_TRUE(JobToProto(AJob(true)).alone());
   EXPECT_TRUE(JobFromProto(JobToProto(AJob(true))).alone);
   EXPECT_FALSE(JobFromProto(JobToProto(AJob(false))).alone);
+}
+
+JobResult AResult() {
+  JobResult r;
+  r.id = 7;
+  PlanResult p;
+  p.name = "tuned";
+  p.ok = true;
+  p.median_us = 101;
+  p.min_us = 100;
+  p.stddev_us = 28.6;
+  p.mad_us = 1.0;
+  p.number = 1;
+  p.repeat = 3;
+  r.plans.push_back(p);
+  return r;
+}
+
+TEST(JobWire, TheRepeatsMadRoundTripsThroughBothWires) {
+  EXPECT_EQ(ResultFromJson(ResultToJson(AResult())).plans.at(0).mad_us, 1.0);
+  EXPECT_EQ(ResultFromProto(ResultToProto(AResult())).plans.at(0).mad_us, 1.0);
+  // A worker that predates the field sends none: 0, and the server uses stddev_us.
+  EXPECT_EQ(ResultFromJson(R"({"id":1,"plans":[{"name":"t","ok":false,"reason":"x"}]})")
+                .plans.at(0)
+                .mad_us,
+            0.0);
 }
 
 }  // namespace

@@ -113,6 +113,16 @@ TEST(Timing, OneDisturbedRepeatCostsNoMoreRepeats) {
                 << ::testing::PrintToString(repeats);
 }
 
+TEST(Timing, TheMadSetsOneSlowRepeatAsideWhereTheStddevDoesNot) {
+  const Timing t = Summarize({150, 100, 101}, 1);
+  EXPECT_DOUBLE_EQ(t.min_us, 100);
+  EXPECT_DOUBLE_EQ(t.median_us, 101);
+  EXPECT_DOUBLE_EQ(t.mad_us, 1);  // distances 49, 1, 0 from the median
+  EXPECT_GT(t.stddev_us, 28);
+  EXPECT_DOUBLE_EQ(Summarize({10, 11, 12, 30}, 1).mad_us, 1);  // distances 0.5, 0.5, 1.5, 18.5
+  EXPECT_DOUBLE_EQ(Summarize({10}, 1).mad_us, 0);
+}
+
 TEST(Timing, RacingStopsACallThatCannotBeTheBest) {
   int calls = 0;
   TimingOptions o = Quick();
@@ -148,11 +158,6 @@ TEST(Timing, JobsAdaptFromThreeRepeatsAndRaceTheBestPlan) {
   EXPECT_EQ(JobTiming(asked, 0, 0.5).warmup, asked.warmup - 1);
   // No check ran (a plan checked in an earlier job): every warm-up call.
   EXPECT_EQ(JobTiming(asked, 0, std::nullopt).warmup, asked.warmup);
-  // A plan kept built from an earlier job: one call brings its data back into the caches.
-  EXPECT_EQ(JobTiming(asked, 0, std::nullopt, /*alone=*/true, /*kept=*/true).warmup, 1);
-  asked.warmup = 0;
-  EXPECT_EQ(JobTiming(asked, 0, std::nullopt, true, true).warmup, 0) << "never more than asked";
-  asked.warmup = 2;
   asked.repeat = 1;  // never more repeats than the job allows
   EXPECT_EQ(JobTiming(asked, 0).min_repeat, 1);
 }
