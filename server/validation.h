@@ -76,7 +76,7 @@ inline constexpr int kMaxRounds = 9;
 // by the cap costs that many times over, while a round costs no more than a single region's. With
 // the cap at 9 a plan that wins 4 rounds of 5 is kept in about half of the tunes; at 17, in about
 // 85% (a sign test's sequential runs, simulated), and a plan no faster that wins half its rounds
-// still only in 8%. The 12 MLP regions of a GPT-2 stack were decided by one such coin toss:
+// still only in 9%. The 12 MLP regions of a GPT-2 stack were decided by one such coin toss:
 // "tuned 1.05x vs greedy, within noise" in one tune, "1.08x, beyond noise (7 of 8)" in the next.
 inline constexpr int kMaxRoundsRepeated = 17;
 inline constexpr double kSignTestAlpha = 0.05;

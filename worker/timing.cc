@@ -19,6 +19,12 @@ double NowUs() {
       .count();
 }
 
+double MedianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 // Whether an adaptive timing has seen enough after `samples` (see timing.h).
 bool Enough(const std::vector<double>& samples, const TimingOptions& o, bool* raced) {
   const int n = static_cast<int>(samples.size());
@@ -30,10 +36,8 @@ bool Enough(const std::vector<double>& samples, const TimingOptions& o, bool* ra
     return true;
   }
   if (n < o.min_repeat) return false;
-  std::vector<double> sorted = samples;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  const auto agreeing = std::count_if(sorted.begin(), sorted.end(), [&](double s) {
+  const double median = MedianOf(samples);
+  const auto agreeing = std::count_if(samples.begin(), samples.end(), [&](double s) {
     return std::fabs(s - median) <= o.tolerance * median;
   });
   return 2 * agreeing > n;
@@ -56,19 +60,17 @@ Timing Summarize(std::vector<double> samples_us, int number) {
   t.number = number;
   t.repeat = static_cast<int>(samples_us.size());
   t.samples_us = std::move(samples_us);
-  std::vector<double> sorted = t.samples_us;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  t.median_us = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  t.min_us = sorted.front();
-  double mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
+  const std::vector<double>& s = t.samples_us;
+  const size_t n = s.size();
+  t.median_us = MedianOf(s);
+  t.min_us = *std::min_element(s.begin(), s.end());
+  const double mean = std::accumulate(s.begin(), s.end(), 0.0) / n;
   double var = 0;
-  for (double s : sorted) var += (s - mean) * (s - mean);
+  for (double x : s) var += (x - mean) * (x - mean);
   t.stddev_us = n > 1 ? std::sqrt(var / (n - 1)) : 0.0;
   std::vector<double> deviations;
-  for (double s : sorted) deviations.push_back(std::abs(s - t.median_us));
-  std::sort(deviations.begin(), deviations.end());
-  t.mad_us = n % 2 ? deviations[n / 2] : 0.5 * (deviations[n / 2 - 1] + deviations[n / 2]);
+  for (double x : s) deviations.push_back(std::abs(x - t.median_us));
+  t.mad_us = MedianOf(std::move(deviations));
   return t;
 }
 
