@@ -52,10 +52,9 @@ TEST_F(TunerTest, SecondRunAnswersFromTheCacheWithoutMeasuring) {
   EXPECT_DOUBLE_EQ(second.total_tuned_us, first.regions[0].tuned_us);
 }
 
-TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
-  // Three identical element-wise blocks separated by reductions' opaque neighbours (softmax), so
-  // each block is its own region with the same canonical form.
-  const char* text = R"(fn (%x: Tensor[(8, 64), float32]) {
+// Three identical element-wise blocks separated by reductions' opaque neighbours (softmax), so
+// each block is its own region with the same canonical form.
+const char* kThreeBlocks = R"(fn (%x: Tensor[(8, 64), float32]) {
   %0 = exp(%x);
   %1 = negative(%0);
   %2 = nn.softmax(%1);
@@ -66,7 +65,9 @@ TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
   %7 = negative(%6);
   nn.softmax(%7)
 })";
-  Graph g = ParseRelay(text, "layers.relay");
+
+TEST_F(TunerTest, IdenticalLayersShareOneSignatureAndAreTunedOnce) {
+  Graph g = ParseRelay(kThreeBlocks, "layers.relay");
   db::Database database(path_.string());
   db::Cache store(database);
   ModelBackend backend;
@@ -418,23 +419,12 @@ TEST_F(TunerTest, ARegionOfARepeatedSignatureGetsMoreRoundsBeforeItsDecision) {
   %1 = negative(%0);
   nn.softmax(%1)
 })";
-  const char* three_blocks = R"(fn (%x: Tensor[(8, 64), float32]) {
-  %0 = exp(%x);
-  %1 = negative(%0);
-  %2 = nn.softmax(%1);
-  %3 = exp(%2);
-  %4 = negative(%3);
-  %5 = nn.softmax(%4);
-  %6 = exp(%5);
-  %7 = negative(%6);
-  nn.softmax(%7)
-})";
   TuneOptions options;
   options.search.never_fuse_ops = {"nn.softmax"};
   options.search.schedules_per_group = 1;
   options.search.schedule_budget = 0;
-  for (const char* text : {one_block, three_blocks}) {
-    const bool repeated = text == three_blocks;
+  for (const char* text : {one_block, kThreeBlocks}) {
+    const bool repeated = text == kThreeBlocks;
     SCOPED_TRACE(repeated ? "three blocks" : "one block");
     std::filesystem::remove(path_);
     db::Database database(path_.string());
