@@ -22,6 +22,7 @@ struct RunOptions {
   std::vector<std::string> dims;
   std::string params_dir;
   bool exact = false;
+  bool in_sequence = false;  // per-kernel figures from the whole plan's repeats, not alone
 };
 
 struct KernelOptions {
