@@ -119,13 +119,15 @@ TEST(RunCommand, JsonShape) {
   std::vector<std::string> keys;
   for (auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"graph", "plan", "threads", "target", "groups",
-                                            "kernels", "total_us", "max_abs_error",
+                                            "kernels", "kernel_times", "total_us", "max_abs_error",
                                             "within_rounding_spread", "startup"}));
+  EXPECT_EQ(j["kernel_times"], "alone");
   EXPECT_EQ(j["plan"], "greedy");
   EXPECT_EQ(j["threads"], 2);
   EXPECT_EQ(j["groups"], nlohmann::ordered_json::parse(R"([["%0", "%1", "%2"]])"));
   EXPECT_EQ(j["kernels"][0]["nodes"], j["groups"][0]);
   EXPECT_GT(j["kernels"][0]["us"].get<double>(), 0.0);
+  EXPECT_GE(j["kernels"][0]["calls_per_repeat"].get<int>(), 1);
   EXPECT_GT(j["kernels"][0]["compile_ms"].get<double>(), 0.0);
   EXPECT_EQ(j["kernels"][0]["shared"], false);
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-4);
