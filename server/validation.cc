@@ -12,6 +12,7 @@
 #include "ir/text/relay_printer.h"
 #include "ir/text/signature.h"
 #include "server/stage_log.h"
+#include "worker/timing.h"
 
 namespace fusetune {
 namespace {
@@ -25,13 +26,6 @@ std::vector<std::pair<std::vector<ValueId>, std::string>> GroupList(const Plan& 
     out.emplace_back(g.nodes, schedules ? g.schedule.ToString() : std::string());
   std::sort(out.begin(), out.end());
   return out;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // A challenger against the plan kept so far, over the rounds.

@@ -19,12 +19,6 @@ double NowUs() {
       .count();
 }
 
-double MedianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Whether an adaptive timing has seen enough after `samples` (see timing.h).
 bool Enough(const std::vector<double>& samples, const TimingOptions& o, bool* raced) {
   const int n = static_cast<int>(samples.size());
@@ -36,7 +30,7 @@ bool Enough(const std::vector<double>& samples, const TimingOptions& o, bool* ra
     return true;
   }
   if (n < o.min_repeat) return false;
-  const double median = MedianOf(samples);
+  const double median = Median(samples);
   const auto agreeing = std::count_if(samples.begin(), samples.end(), [&](double s) {
     return std::fabs(s - median) <= o.tolerance * median;
   });
@@ -62,7 +56,7 @@ Timing Summarize(std::vector<double> samples_us, int number) {
   t.samples_us = std::move(samples_us);
   const std::vector<double>& s = t.samples_us;
   const size_t n = s.size();
-  t.median_us = MedianOf(s);
+  t.median_us = Median(s);
   t.min_us = *std::min_element(s.begin(), s.end());
   const double mean = std::accumulate(s.begin(), s.end(), 0.0) / n;
   double var = 0;
@@ -70,7 +64,7 @@ Timing Summarize(std::vector<double> samples_us, int number) {
   t.stddev_us = n > 1 ? std::sqrt(var / (n - 1)) : 0.0;
   std::vector<double> deviations;
   for (double x : s) deviations.push_back(std::abs(x - t.median_us));
-  t.mad_us = MedianOf(std::move(deviations));
+  t.mad_us = Median(std::move(deviations));
   return t;
 }
 

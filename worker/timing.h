@@ -11,8 +11,10 @@
 // not cost more repeats: the median ignores it), or, racing, as soon as even the fastest repeat is
 // slower than `race_us` by `race_margin` (a call that cannot be the best); it never takes more
 // than `repeat` repeats. Otherwise exactly `repeat` repeats.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 namespace fusetune {
@@ -49,6 +51,15 @@ struct Timing {
 // split figures it gathers inside `call` by repeat: the last `repeat` runs are the repeats.
 Timing TimeCalls(const std::function<void()>& call, const TimingOptions& options = {},
                  const std::function<void()>& before_run = {});
+
+// The median of `v`; NaN when it is empty. Inline: the tuner's decisions (server/validation.cc)
+// take medians of rounds without linking the harness.
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 // Median, min and standard deviation of `samples_us` (at least one) into a Timing.
 Timing Summarize(std::vector<double> samples_us, int number);

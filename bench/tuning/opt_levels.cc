@@ -56,11 +56,6 @@ std::string GroupText(const Graph& g, const PlanGroup& pg) {
   return nodes + " (" + ops + ")";
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

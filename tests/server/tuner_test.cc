@@ -3,6 +3,7 @@
 // asserted exactly. Real kernels and real timing are exercised by the CLI tests (tests/cli/).
 #include "server/tuner.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -314,6 +315,12 @@ TEST_F(TunerTest, BudgetPrunesByTheCostModelAndSaysHowMany) {
 
 // ---- decisions against noise (server/validation.h) ----
 
+// Whether every group of `plan` is one op: the unfused plan.
+bool EachOpAlone(const Plan& plan) {
+  return std::all_of(plan.groups.begin(), plan.groups.end(),
+                     [](const PlanGroup& pg) { return pg.nodes.size() == 1; });
+}
+
 // A validation's (or the whole graph's) round: the unfused slot is what a schedule duel
 // (server/schedule_duels.h), which also names its plans tuned and greedy, never times.
 bool IsValidationJob(const MeasureJob& job) {
@@ -358,9 +365,7 @@ TEST_F(TunerTest, APlanTrulyTwiceAsFastIsChosenBeyondNoise) {
   ModelBackend backend;
   // Kernels of one op run 4x faster than the model says: unfused is the fastest plan by far.
   backend.adjust = [](const MeasureJob&, const Plan& plan, PlanResult& t) {
-    bool all_single = true;
-    for (const PlanGroup& pg : plan.groups) all_single &= pg.nodes.size() == 1;
-    if (all_single) t.median_us *= 0.25;
+    if (EachOpAlone(plan)) t.median_us *= 0.25;
   };
   const TuneReport r = Tune(g, {}, store, backend);
   ASSERT_EQ(r.regions.size(), 1u);
@@ -436,9 +441,7 @@ TEST_F(TunerTest, ARegionOfARepeatedSignatureGetsMoreRoundsBeforeItsDecision) {
       if (IsValidationJob(job) && block && plan.name == job.plans.front().name)
         ++block_rounds;  // once per job
       // The jobs after the blocks' rounds (the whole graph's) see the same: unfused 4x faster.
-      bool all_single = true;
-      for (const PlanGroup& pg : plan.groups) all_single &= pg.nodes.size() == 1;
-      if (all_single && block_rounds > 2) t.median_us *= 0.25;
+      if (EachOpAlone(plan) && block_rounds > 2) t.median_us *= 0.25;
     };
     const TuneReport r = Tune(ParseRelay(text, "blocks.relay"), options, store, backend);
     int blocks = 0;
