@@ -12,6 +12,7 @@
 
 #include "ir/error.h"
 #include "ir/fusion.h"
+#include "worker/buffer_plan.h"
 #include "worker/codegen/runtime/thread_pool.h"
 
 namespace fusetune {
@@ -132,9 +133,32 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, codegen::Jit& j
     step.arguments = std::move(arguments[i]);
     step.group = std::move(orders[i].group);
     step.schedule = plan.groups[i].schedule;
-    for (ValueId out : step.group.outputs) values_[out] = Tensor(graph.value(out).type);
     steps_.push_back(std::move(step));
   }
+  AllocateOutputs();
+}
+
+void PlanExecutor::AllocateOutputs() {
+  std::vector<BufferStep> uses;
+  for (const Step& step : steps_) uses.push_back({step.arguments, step.group.outputs});
+  const std::unordered_set<ValueId> own(graph_.outputs().begin(), graph_.outputs().end());
+  auto bytes = [&](ValueId v) { return (graph_.value(v).type.NumBytes() + 63) / 64 * 64; };
+  const BufferPlan buffers = PlanBuffers(uses, bytes, own);
+  for (int64_t block_bytes : buffers.block_bytes)
+    blocks_.emplace_back(TensorType{DType::kFloat32, {std::max<int64_t>(block_bytes / 4, 1)}});
+  for (const Step& step : steps_)
+    for (ValueId out : step.group.outputs) {
+      auto block = buffers.block_of.find(out);
+      if (block == buffers.block_of.end())
+        values_[out] = Tensor(graph_.value(out).type);
+      else
+        block_of_[out] = block->second;
+    }
+}
+
+void* PlanExecutor::BufferOf(ValueId v) {
+  auto block = block_of_.find(v);
+  return block == block_of_.end() ? values_[v].data() : blocks_[block->second].data();
 }
 
 PlanExecutor::~PlanExecutor() { UnbindAll(); }
@@ -180,10 +204,10 @@ void PlanExecutor::SetInputs(std::span<const Tensor> inputs) {
   UnbindAll();
   for (Step& step : steps_) {
     for (ValueId in : step.arguments) {
-      FT_CHECK(values_[in].data() != nullptr, fmt::format("no value for {}", graph_.RefName(in)));
-      step.buffers.push_back(values_[in].data());
+      FT_CHECK(BufferOf(in) != nullptr, fmt::format("no value for {}", graph_.RefName(in)));
+      step.buffers.push_back(BufferOf(in));
     }
-    for (ValueId out : step.group.outputs) step.buffers.push_back(values_[out].data());
+    for (ValueId out : step.group.outputs) step.buffers.push_back(BufferOf(out));
     step.kernel->Bind(step.buffers.data());  // packing weights ahead is setup, never timed
   }
 }
@@ -219,6 +243,8 @@ PlanProfile PlanExecutor::Measure(const TimingOptions& options, KernelTimes kern
     result.kernels.push_back(std::move(k));
   }
   if (steps_.size() != 1 && kernel_times == KernelTimes::kSeparately) {
+    // In plan order, so each kernel reads what the kernels before it wrote: no later kernel has
+    // yet reused the blocks of its inputs.
     for (size_t i = 0; i < steps_.size(); ++i) {
       void** buffers = steps_[i].buffers.data();
       const codegen::CompiledKernel* kernel = steps_[i].kernel.get();

@@ -1,11 +1,14 @@
 #pragma once
-// Runs a whole graph under a Plan (ir/plan.h) as its sequence of JIT-compiled kernels, with one
-// buffer per value that crosses a kernel boundary (values inside a group are never stored).
+// Runs a whole graph under a Plan (ir/plan.h) as its sequence of JIT-compiled kernels. A value
+// that crosses a kernel boundary is stored (values inside a group never are): a graph output in
+// a buffer of its own, the others in blocks reused once their last reader has run
+// (worker/buffer_plan.h).
 // Times each kernel and the whole sequence; worker/output_check.h judges the outputs. No LLVM
 // header: code generation is behind worker/codegen/compile.h.
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -79,15 +82,21 @@ class PlanExecutor {
   int num_kernels() const;
   // Kernels compiled: one per distinct key not found in the cache (at most num_kernels()).
   int num_compiled() const { return compiled_; }
+  // Blocks the values between kernels share (the graph's outputs have their own buffers).
+  int num_shared_blocks() const { return static_cast<int>(blocks_.size()); }
 
  private:
   struct Step;
   void UnbindAll();
+  void AllocateOutputs();
+  void* BufferOf(ValueId v);  // where v is: its own tensor, or its shared block
   const Graph& graph_;
   Plan plan_;
   int threads_;
   std::vector<Step> steps_;
-  std::vector<Tensor> values_;  // by ValueId: params, constants, and kernel outputs
+  std::vector<Tensor> values_;  // by ValueId: params, constants, and the graph's outputs
+  std::vector<Tensor> blocks_;  // shared by the other values kernels write
+  std::unordered_map<ValueId, int> block_of_;
   int compiled_ = 0;
 };
 
