@@ -97,6 +97,16 @@ TEST(NoiseRule, OneSlowRepeatDoesNotHideARoundsWin) {
   EXPECT_DOUBLE_EQ(MadToStddev(20), 1.4826);
 }
 
+TEST(NoiseRule, EvenlySpreadRepeatsAreReadByTheirStddevNotTheirInflatedMad) {
+  // Repeats 100, 109, 118: MAD 9 (x2.2 = 19.8), sample stddev 9.
+  const double spread = RoundRelativeError(109, 9, 9, 3);
+  EXPECT_NEAR(spread, RelativeError(109, 9, 3), 1e-12);
+  const double other = RoundRelativeError(108.2, 0.5, 0.4, 3);
+  EXPECT_TRUE(RoundWon(100, spread, 108, other));
+  EXPECT_FALSE(RoundWon(100, RelativeError(109, MadToStddev(3) * 9, 3), 108, other))
+      << "the test shows nothing";
+}
+
 TEST(NoiseRule, AFasterPlanWithinTheNoiseFloorKeepsGreedy) {
   const NoiseDecision d = DecideThreeWay(Rounds(9, 99.2, 100, 300), kDistinct);
   EXPECT_EQ(d.chosen, kGreedy);
