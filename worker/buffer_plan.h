@@ -1,7 +1,7 @@
 #pragma once
 // Which values that cross a kernel boundary share memory. Given a buffer of its own, every such
 // value of a deep model is written to memory last touched a whole run earlier (a 12-layer GPT-2
-// stack at S = 128 stores ~100 MB of them), so the kernel writing it first fetches each line from
+// stack at S = 128 stores ~130 MB of them), so the kernel writing it first fetches each line from
 // DRAM. A buffer is reused once its value's last reader has run, as TVM's storage planner and
 // ONNX Runtime's arena do, so that the next write finds it in the caches.
 #include <cstdint>
