@@ -57,8 +57,8 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
         PlanMeasurements(policy, regions, to_search, cache, roofline, unsearched);
     const WarmStartResult warm = WarmStartRegions(policy, regions, options.warm_start,
                                                   std::move(starts), cache, runner, plan);
-    const int measured =
-        MeasureWithScheduleSearch(graph, plan, runner, cache, options.search.schedule_budget);
+    const int measured = MeasureWithScheduleSearch(graph, regions, plan, runner, cache,
+                                                   options.search.schedule_budget);
     std::vector<RegionWinner> winners = warm.final_winners;
     if (!plan.regions.empty()) {
       std::vector<std::optional<Plan>> tuned = ChooseTunedPlans(graph, regions, plan);

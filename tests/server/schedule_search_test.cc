@@ -14,6 +14,7 @@
 #include "ir/fusion.h"
 #include "ir/schedule_space.h"
 #include "ir/text/relay_parser.h"
+#include "ir/text/signature.h"
 #include "model_backend.h"
 #include "server/cost_model.h"
 #include "server/learned_schedule_model.h"
@@ -306,6 +307,35 @@ TEST_F(ScheduleSearchTune, TheSearchFindsAFasterScheduleBeyondTheFirstRankedAndS
   // The searched schedule's duel against the default (5 rounds of 2) and validation (one region,
   // the whole graph: the searched schedule, greedy and unfused on the defaults), nothing else.
   EXPECT_LE(backend.plans_run - before, 2 * 5 + 3 * 5) << "the duel and validation only";
+}
+
+TEST_F(ScheduleSearchTune, TheBudgetGoesToTheGroupsOfTheBestCoverFirst) {
+  // Each op alone runs 5x slower than the bytes model says: the heaviest groups are the two no
+  // cover uses, and the best cover is the fused chain. A budget of two schedules reaches one group.
+  Graph g = ParseRelay(kChain, "chain.relay");
+  db::Database database(path_.string());
+  db::Cache store(database);
+  KnobBackend backend;
+  auto vector4 = backend.adjust;
+  backend.adjust = [vector4](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+    vector4(job, plan, t);
+    t.median_us = 0;
+    for (size_t i = 0; i < plan.groups.size(); ++i) {
+      if (plan.groups[i].nodes.size() == 1) t.kernel_us[i] *= 5;
+      t.median_us += t.kernel_us[i];
+    }
+  };
+  TuneOptions options;
+  options.search.schedule_budget = 2;
+  TuneReport report = Tune(g, options, store, backend);
+  ASSERT_EQ(report.regions[0].plan.size(), 1u) << "the fused chain is the cover";
+  const std::vector<ValueId> chain = report.regions[0].plan[0].nodes;
+  const std::string fused = Signature(g, chain);
+  int fused_measured = 0, alone_measured = 0;
+  for (const db::MeasurementRecord& m : store.ListMeasurements())
+    (m.key.group_signature == fused ? fused_measured : alone_measured)++;
+  EXPECT_EQ(fused_measured, 2 + 2) << "the two planned, and the budget's two";
+  EXPECT_EQ(alone_measured, 2 * 2) << "each op alone: the two planned only";
 }
 
 TEST_F(ScheduleSearchTune, ARankerFromTheStoreTrainsOnTheFirstOrderAskedForAndOnlyOnce) {
