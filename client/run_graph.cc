@@ -164,8 +164,9 @@ void RunGraph(const RunOptions& o) {
   TimingOptions timing;
   timing.repeat = o.repeat;
   // Alone, a kernel's repeats find its weights and inputs where its last call left them; in
-  // sequence, where the kernels before it did (a 12-layer GPT-2 stack's kernels sum to 1.08x
-  // their figures alone: BENCHMARKS.md, "Decisions that hold from one tune to the next").
+  // sequence, where the kernels before it did (a 12-layer GPT-2 stack's kernels summed to 1.08x
+  // their figures alone with a buffer per value, about 1.02x with shared blocks: BENCHMARKS.md,
+  // "Decisions that hold from one tune to the next", "Values between kernels in shared blocks").
   PlanProfile measured =
       executor.Measure(timing, o.in_sequence ? PlanExecutor::KernelTimes::kInSequence
                                              : PlanExecutor::KernelTimes::kSeparately);

@@ -132,6 +132,18 @@ Plan WithDefaultSchedules(const Graph& graph, Plan plan, int threads, const Subg
   return plan;
 }
 
+std::vector<CostedGroup> CostedCandidates(const TuneRegion& tr, const RegionSearch& rs,
+                                          const MeasurementPlan& plan,
+                                          double (*cost)(const GroupWork&)) {
+  std::vector<CostedGroup> costed;
+  for (size_t i = 0; i < tr.region.groups.size(); ++i) {
+    const GroupWork& gw = plan.groups.at(rs.group_sigs[i]);
+    costed.push_back({tr.region.groups[i].nodes, plan.pruned.count(gw.signature) ? kInf : cost(gw),
+                      tr.region.groups[i].recompute});
+  }
+  return costed;
+}
+
 MeasurementPlan PlanMeasurements(const RequestPolicy& policy,
                                  const std::vector<TuneRegion>& regions,
                                  const std::vector<size_t>& to_search, const TuneCache& cache,

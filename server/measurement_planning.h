@@ -19,6 +19,7 @@
 #include "ir/subgraph.h"
 #include "ir/text/signature.h"
 #include "server/cost_model.h"
+#include "server/partition_search.h"
 #include "server/region_formation.h"
 #include "server/request_policy.h"
 #include "server/tune_cache.h"
@@ -100,6 +101,12 @@ struct MeasurementPlan {
   // order mattered (a warm-only tune), so the ranker was neither asked nor trained.
   std::string ranking;
 };
+
+// The candidate groups of `tr` (searched as `rs`) as the partition search takes them, each at
+// `cost(its GroupWork)`; a pruned group is infinitely costly (never in a cover).
+std::vector<CostedGroup> CostedCandidates(const TuneRegion& tr, const RegionSearch& rs,
+                                          const MeasurementPlan& plan,
+                                          double (*cost)(const GroupWork&));
 
 // `unsearched`: regions of `to_search` that are planned only to be validated, never searched
 // (a warm-only start's, server/warm_start.h). Their figures are the same as if searched, but a

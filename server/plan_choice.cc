@@ -42,13 +42,8 @@ std::vector<std::optional<Plan>> ChooseTunedPlans(const Graph& graph,
   std::vector<std::optional<Plan>> out;
   for (const RegionSearch& rs : plan.regions) {
     const TuneRegion& tr = regions[rs.region];
-    std::vector<CostedGroup> costed;
-    for (size_t i = 0; i < tr.region.groups.size(); ++i) {
-      const GroupWork& gw = plan.groups.at(rs.group_sigs[i]);
-      costed.push_back({tr.region.groups[i].nodes,
-                        plan.pruned.count(gw.signature) ? kInf : gw.best_us(),
-                        tr.region.groups[i].recompute});
-    }
+    const std::vector<CostedGroup> costed =
+        CostedCandidates(tr, rs, plan, [](const GroupWork& gw) { return gw.best_us(); });
     const RankedPartitions ranked = FindBestPartitions(graph, tr.region.nodes, costed);
     spdlog::debug("region {}: best cover {}; runner-up {}", tr.signature,
                   CoverText(graph, tr.region, ranked.best),

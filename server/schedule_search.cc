@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <set>
 
@@ -51,14 +50,7 @@ double Fastest(const GroupWork& gw) {
 // plan ran, at 89.9% of the FMA peak where a schedule of the space reaches 93.6%.
 std::set<std::string> InBestCover(const Graph& graph, const TuneRegion& tr, const RegionSearch& rs,
                                   const MeasurementPlan& plan) {
-  std::vector<CostedGroup> costed;
-  for (size_t i = 0; i < tr.region.groups.size(); ++i) {
-    const GroupWork& gw = plan.groups.at(rs.group_sigs[i]);
-    costed.push_back(
-        {tr.region.groups[i].nodes,
-         plan.pruned.count(gw.signature) ? std::numeric_limits<double>::infinity() : Fastest(gw),
-         tr.region.groups[i].recompute});
-  }
+  const std::vector<CostedGroup> costed = CostedCandidates(tr, rs, plan, Fastest);
   std::set<std::string> sigs;
   for (size_t idx : FindBestPartition(graph, tr.region.nodes, costed).groups)
     sigs.insert(rs.group_sigs[idx]);

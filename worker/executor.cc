@@ -204,8 +204,9 @@ void PlanExecutor::SetInputs(std::span<const Tensor> inputs) {
   UnbindAll();
   for (Step& step : steps_) {
     for (ValueId in : step.arguments) {
-      FT_CHECK(BufferOf(in) != nullptr, fmt::format("no value for {}", graph_.RefName(in)));
-      step.buffers.push_back(BufferOf(in));
+      void* buffer = BufferOf(in);
+      FT_CHECK(buffer != nullptr, fmt::format("no value for {}", graph_.RefName(in)));
+      step.buffers.push_back(buffer);
     }
     for (ValueId out : step.group.outputs) step.buffers.push_back(BufferOf(out));
     step.kernel->Bind(step.buffers.data());  // packing weights ahead is setup, never timed
