@@ -94,6 +94,25 @@ TEST(FoldedNorm, EveryScheduleMatchesNormThenDense) {
   }
 }
 
+// With its weights bound, a folded norm's rows are packed once per row block and read by every n
+// block; rows over the 256 KB of a per-task A block stay one block (matmul.cc), which the space's
+// small cases above never reach.
+TEST(FoldedNorm, RowsOverAQuarterMegabyteMatchWithBoundWeights) {
+  const NormCase c{{90, 800}, 70, true, true, true};
+  const Graph graph = NormProduct(c);
+  const FusedGroup group = test_graphs::WholeGroup(graph);
+  const std::vector<Tensor> values = InterpretAll(graph, RandomInputs(graph, 9));
+  const double tol = 1e-5 * std::sqrt(800.0) + 1e-6;
+  for (int threads : {1, 2}) {
+    for (const char* s : {"wpack=1", "mr=6,nr=16,nc=32,wpack=1", "kc=300,wpack=1"}) {
+      auto kernel = CompileGroup(graph, group, Schedule::Parse(s), TheJit(), {.threads = threads});
+      ASSERT_TRUE(kernel->packs_weights_ahead()) << s;
+      EXPECT_LT(CompiledMaxError(graph, group, *kernel, values, threads, true), tol)
+          << s << " at " << threads << " threads";
+    }
+  }
+}
+
 TEST(FoldedNorm, OnlyANormReadByNothingElseAlongAsRowsFolds) {
   auto refusal = [](const std::string& text, const std::vector<std::string>& names) {
     const Graph g = ParseRelay(text, "t.relay");
