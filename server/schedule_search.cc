@@ -104,6 +104,7 @@ int MeasureWithScheduleSearch(const Graph& graph, const std::vector<TuneRegion>&
           continue;
         sigs.push_back(sig);
       }
+      if (left[r] <= 0 || sigs.empty()) continue;  // nothing to order: skip the cover's search
       const std::set<std::string> cover = InBestCover(graph, regions[rs.region], rs, plan);
       std::stable_sort(sigs.begin(), sigs.end(), [&](const std::string& a, const std::string& b) {
         if (cover.count(a) != cover.count(b)) return cover.count(a) > cover.count(b);
