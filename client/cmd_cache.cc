@@ -238,7 +238,7 @@ void RunLs(const CacheFlags& f) {
   }
   std::cout << fmt::format(
       "{} plan{} shown; the cache holds {} best plans, {} measurements ({} invalid), {} "
-      "target{} ({})\n",
+      "target{} with a calibrated roofline ({})\n",
       plans.size(), plans.size() == 1 ? "" : "s", stats.best_plans,
       stats.measurements_ok + stats.measurements_invalid, stats.measurements_invalid, stats.targets,
       stats.targets == 1 ? "" : "s", path);

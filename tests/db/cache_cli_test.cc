@@ -72,7 +72,7 @@ TEST(CacheCli, LsTableJsonAndFilters) {
   EXPECT_NE(r.out.find("1.50x"), std::string::npos) << r.out;  // min(greedy, unfused) / tuned
   EXPECT_NE(r.out.find("nn.batch_matmul,ones_like,where"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 plans shown; the cache holds 2 best plans, 2 measurements (1 invalid), "
-                       "1 target"),
+                       "1 target with a calibrated roofline"),
             std::string::npos)
       << r.out;
 
