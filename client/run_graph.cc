@@ -203,6 +203,7 @@ void RunGraph(const RunOptions& o) {
                                   {"kernels", kernels},
                                   {"kernel_times", o.in_sequence ? "in sequence" : "alone"},
                                   {"total_us", measured.total.median_us},
+                                  {"total_repeats_us", measured.total.samples_us},
                                   {"max_abs_error", error},
                                   {"within_rounding_spread", check.within_spread},
                                   {"startup",

@@ -1,5 +1,8 @@
 // `fusetune run --in-sequence`: the per-kernel figures of a plan read between its kernels during
 // the whole's own repeats, instead of each kernel timed alone.
+#include <algorithm>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -34,6 +37,11 @@ fn (%x: Tensor[(64, 256), float32], %w: Tensor[(256, 256), float32], %v: Tensor[
   const double total = j["total_us"].get<double>();
   EXPECT_GT(sum, 0.8 * total);
   EXPECT_LT(sum, 1.1 * total);
+  // Each repeat's figure, for scripts that want the spread: five, with the median among them.
+  const auto repeats = j["total_repeats_us"].get<std::vector<double>>();
+  ASSERT_EQ(repeats.size(), 5u);
+  EXPECT_LE(*std::min_element(repeats.begin(), repeats.end()), total);
+  EXPECT_GE(*std::max_element(repeats.begin(), repeats.end()), total);
 
   auto alone = RunFusetune("run --json --repeat 1 --plan unfused " + graph);
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
