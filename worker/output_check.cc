@@ -88,6 +88,7 @@ OutputComparison CompareOutputs(std::span<const Tensor> got, std::span<const Ten
     }
     const Difference d = Compare(got[o], want[o]);
     c.max_abs_error = std::max(c.max_abs_error, d.max_abs);
+    c.max_magnitude = std::max(c.max_magnitude, d.max_magnitude);
     double allowed = Allowed(d.max_magnitude);
     if (!spread.empty() && !(d.max_abs <= allowed)) {
       allowed = AllowedWithSpread(d.max_magnitude, spread[o]);

@@ -12,6 +12,7 @@ namespace fusetune {
 
 struct OutputComparison {
   double max_abs_error = 0;  // over every output
+  double max_magnitude = 0;  // the reference's largest finite |value| over every output
   int wrong_output = -1;     // the first output past its tolerance; -1 when all are within
   double wrong_error = 0;    // that output's error
   double allowed = 0;        // and its tolerance

@@ -53,6 +53,14 @@ TEST(OutputCheck, SameNansAndInfinitiesAreEqual) {
   EXPECT_TRUE(c.ok());
 }
 
+TEST(OutputCheck, ReportsTheReferencesLargestFiniteMagnitudeOverEveryOutput) {
+  std::vector<Tensor> got = {Floats({1.0, -3.0}), Floats({2.0, INFINITY})};
+  std::vector<Tensor> want = {Floats({1.0, -4.0}), Floats({2.0, INFINITY})};
+  OutputComparison c = CompareOutputs(got, want);
+  EXPECT_EQ(c.max_magnitude, 4.0);  // |-4| of the first output; the infinity does not count
+  EXPECT_EQ(c.max_abs_error, 1.0);
+}
+
 TEST(OutputCheck, ToleranceScalesWithTheReference) {
   // 1e-4 of the largest finite magnitude (1000 -> 0.1) plus 1e-5.
   std::vector<Tensor> want = {Floats({1000.0, 0.0, INFINITY})};
