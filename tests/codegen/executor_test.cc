@@ -121,9 +121,10 @@ TEST(RunCommand, JsonShape) {
   auto j = nlohmann::ordered_json::parse(out);
   std::vector<std::string> keys;
   for (auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"graph", "plan", "threads", "target", "groups",
-                                            "kernels", "kernel_times", "total_us", "max_abs_error",
-                                            "within_rounding_spread", "startup"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "graph", "plan", "threads", "target", "groups", "kernels", "kernel_times",
+                      "total_us", "total_repeats_us", "max_abs_error", "max_output_magnitude",
+                      "within_rounding_spread", "startup"}));
   EXPECT_EQ(j["kernel_times"], "alone");
   EXPECT_EQ(j["plan"], "greedy");
   EXPECT_EQ(j["threads"], 2);
