@@ -181,16 +181,16 @@ void RunLsMeasurements(const CacheFlags& f, const db::Cache& cache) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("{:<16} {:<24} {:<24} {:>3}  {:<7} {:>11}  {}\n", "GROUP", "SCHEDULE",
+  std::cout << fmt::format("{:<16} {:<24} {:<26} {:>3}  {:<7} {:>11}  {}\n", "GROUP", "SCHEDULE",
                            "TARGET", "THR", "STATUS", "MEDIAN_US", "REASON");
   for (const auto& m : rows) {
     std::string schedule = m.key.schedule.empty() ? "(default)" : m.key.schedule;
     if (schedule.size() > 24) schedule = schedule.substr(0, 21) + "...";
-    std::string target = m.key.target_fingerprint;
-    if (target.size() > 24) target = target.substr(0, 21) + "...";
+    std::string target = TargetCpu(m.key.target_fingerprint);
+    if (target.size() > 26) target = target.substr(0, 23) + "...";
     bool ok = m.status == db::MeasurementStatus::kOk;
     std::string line =
-        fmt::format("{:<16} {:<24} {:<24} {:>3}  {:<7} {:>11}", m.key.group_signature.substr(0, 16),
+        fmt::format("{:<16} {:<24} {:<26} {:>3}  {:<7} {:>11}", m.key.group_signature.substr(0, 16),
                     schedule, target, m.key.threads, db::MeasurementStatusName(m.status),
                     ok ? fmt::format("{:.2f}", m.median_us) : "-");
     std::cout << line << (ok ? "" : "  " + m.reason) << "\n";
@@ -225,14 +225,14 @@ void RunLs(const CacheFlags& f) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("{:<16} {:<24} {:>3} {:>3}  {:<7} {:>11} {:>11} {:>11} {:>7}  {}\n",
+  std::cout << fmt::format("{:<16} {:<26} {:>3} {:>3}  {:<7} {:>11} {:>11} {:>11} {:>7}  {}\n",
                            "SIGNATURE", "TARGET", "THR", "VER", "CHOSEN", "TUNED_US", "GREEDY_US",
                            "UNFUSED_US", "SPEEDUP", "OPS");
   for (const auto& p : plans) {
-    std::string target = p.key.target_fingerprint;
-    if (target.size() > 24) target = target.substr(0, 21) + "...";
+    std::string target = TargetCpu(p.key.target_fingerprint);
+    if (target.size() > 26) target = target.substr(0, 23) + "...";
     std::cout << fmt::format(
-        "{:<16} {:<24} {:>3} {:>3}  {:<7} {:>11.2f} {:>11.2f} {:>11} {:>7}  {}\n",
+        "{:<16} {:<26} {:>3} {:>3}  {:<7} {:>11.2f} {:>11.2f} {:>11} {:>7}  {}\n",
         p.key.region_signature.substr(0, 16), target, p.key.threads, p.key.search_version, p.chosen,
         p.tuned_us, p.greedy_us, UsText(p.unfused_us, 2), Speedup(p), Join(p.ops, ","));
   }
@@ -424,7 +424,9 @@ void AddDbFlags(CLI::App* cmd, CacheFlags& f) {
 }
 
 void AddFilterFlags(CLI::App* cmd, CacheFlags& f) {
-  cmd->add_option("--target", f.target, "only this target fingerprint");
+  cmd->add_option("--target", f.target,
+                  "only this target: its whole fingerprint (--json) or its CPU name (the TARGET "
+                  "column)");
   cmd->add_option("--op", f.op, "only regions that hold this op, e.g. nn.softmax");
   cmd->add_option("--threads", f.threads, "only this thread count")->check(CLI::Range(1, 4096));
   cmd->add_option("--search-version", f.search_version, "only this search version")

@@ -95,7 +95,8 @@ void RegisterCacheModelCommand(CLI::App* cache) {
       "correlation on held-out groups against the roofline's (exit code 3 when there is no "
       "measurement).");
   model->add_option("--db", f->db_path, "SQLite file of the cache (default as for ls)");
-  model->add_option("--target", f->target, "only this target fingerprint");
+  model->add_option("--target", f->target,
+                    "only this target: its whole fingerprint or its CPU name (cache ls)");
   model->add_option("--threads", f->threads, "only this thread count")->check(CLI::Range(1, 4096));
   model->add_flag("--json", f->json, "print JSON");
   model->callback([f] { RunModel(*f); });

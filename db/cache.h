@@ -17,6 +17,8 @@
 namespace fusetune::db {
 
 // ---- filters (an empty string / nullopt / 0 matches everything) ----
+// target_fingerprint: the whole fingerprint, or its CPU name alone ("znver4",
+// "generic-AuthenticAMD-26-2").
 
 struct MeasurementFilter {
   std::string group_signature_prefix;

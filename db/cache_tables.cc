@@ -60,7 +60,8 @@ MeasurementRecord ReadMeasurement(const Statement& st) {
 // The WHERE clause every measurement filter shares; parameters ?1..?4.
 constexpr const char* kMeasurementWhere =
     "(?1 = '' OR substr(group_signature, 1, length(?1)) = ?1) "
-    "AND (?2 = '' OR target_fingerprint = ?2) AND (?3 IS NULL OR threads = ?3) "
+    "AND " FUSETUNE_SQL_TARGET_MATCHES_P2
+    " AND (?3 IS NULL OR threads = ?3) "
     "AND (?4 IS NULL OR status = ?4)";
 
 void BindMeasurementFilter(Statement& st, const MeasurementFilter& f) {

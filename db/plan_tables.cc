@@ -67,7 +67,8 @@ void BindBestPlan(Statement& st, const BestPlanRecord& b) {
 
 constexpr const char* kBestPlanWhere =
     "(?1 = '' OR substr(region_signature, 1, length(?1)) = ?1) "
-    "AND (?2 = '' OR target_fingerprint = ?2) AND (?3 IS NULL OR threads = ?3) "
+    "AND " FUSETUNE_SQL_TARGET_MATCHES_P2
+    " AND (?3 IS NULL OR threads = ?3) "
     "AND (?4 IS NULL OR search_version = ?4) "
     "AND (?5 = '' OR EXISTS (SELECT 1 FROM json_each(ops_json) WHERE value = ?5))";
 
@@ -104,7 +105,8 @@ void InsertOrReplaceIn(Connection& conn, const BestPlanRecord& record) {
 
 constexpr const char* kReplacedWhere =
     "(?1 = '' OR substr(region_signature, 1, length(?1)) = ?1) "
-    "AND (?2 = '' OR target_fingerprint = ?2) AND (?3 IS NULL OR threads = ?3) "
+    "AND " FUSETUNE_SQL_TARGET_MATCHES_P2
+    " AND (?3 IS NULL OR threads = ?3) "
     "AND (?4 IS NULL OR search_version = ?4)";
 
 }  // namespace

@@ -69,7 +69,7 @@ class Daemon {
     } else {
       const codegen::TargetInfo& host = codegen::HostTarget();
       target_.set_fingerprint(host.Fingerprint());
-      target_.set_cpu(host.cpu);
+      target_.set_cpu(host.cpu_key);
       target_.set_triple(host.triple);
       for (const std::string& f : host.features) target_.add_features(f);
     }

@@ -88,6 +88,32 @@ TEST(CacheCli, LsTableJsonAndFilters) {
   EXPECT_EQ(j["schema"], kLatestSchemaVersion);
 }
 
+// The TARGET column names the CPU (the triple is the same on every x86 Linux host), and what it
+// shows is what --target takes.
+TEST(CacheCli, LsShowsTheTargetsCpuAndFiltersByIt) {
+  TempDir dir;
+  std::string db = dir.File("c.db");
+  {
+    Database database(db);
+    Cache store(database);
+    store.PutBestPlan(testing::SamplePlan(
+        "aaaa0001", 10, "x86_64-pc-linux-gnu;generic-AuthenticAMD-26-2;+avx512f,+fma"));
+    store.PutBestPlan(testing::SamplePlan("bbbb0002", 20, "x86_64-pc-linux-gnu;znver4;+avx512f"));
+  }
+  CliRun r = Fusetune(dir, "cache ls --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("aaaa0001         generic-AuthenticAMD-26-2    1"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("bbbb0002         znver4                       1"), std::string::npos)
+      << r.out;
+
+  r = Fusetune(dir, "cache ls --target generic-AuthenticAMD-26-2 --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("aaaa0001"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("bbbb0002"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 plan shown"), std::string::npos) << r.out;
+}
+
 TEST(CacheCli, ShowByPrefixAndNothingFound) {
   TempDir dir;
   std::string db = dir.File("c.db");

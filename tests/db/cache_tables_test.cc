@@ -270,6 +270,38 @@ TEST(BestPlans, FiltersAndDelete) {
   EXPECT_EQ(cache.ListBestPlans().size(), 0u);
 }
 
+// `cache ls` shows a target by its CPU name (the fingerprint's middle field), so the filters take
+// that name as well as the whole fingerprint; a part of a name, or of the features, matches
+// nothing.
+TEST(BestPlans, TargetFilterTakesTheCpuNameAlone) {
+  TempDir dir;
+  Database db(dir.File("c.db"));
+  Cache cache(db);
+  const std::string turin = "x86_64-pc-linux-gnu;generic-AuthenticAMD-26-2;+avx512f,+fma";
+  const std::string ryzen = "x86_64-pc-linux-gnu;generic-AuthenticAMD-26-68;+avx512f,+fma";
+  const std::string zen4 = "x86_64-pc-linux-gnu;znver4;+avx512f,+fma";
+  cache.PutBestPlan(testing::SamplePlan("aa11", 1, turin));
+  cache.PutBestPlan(testing::SamplePlan("aa22", 2, ryzen));
+  cache.PutBestPlan(testing::SamplePlan("aa33", 3, zen4));
+  cache.PutMeasurements({testing::OkMeasurement(Key("g1", "", turin), 2)});
+  cache.PutMeasurements({testing::OkMeasurement(Key("g1", "", zen4), 3)});
+
+  std::vector<BestPlanRecord> by_name =
+      cache.ListBestPlans({.target_fingerprint = "generic-AuthenticAMD-26-2"});
+  ASSERT_EQ(by_name.size(), 1u);
+  EXPECT_EQ(by_name[0].key.region_signature, "aa11");
+  EXPECT_EQ(cache.ListBestPlans({.target_fingerprint = ryzen}).size(), 1u);
+  EXPECT_EQ(cache.ListBestPlans({.target_fingerprint = "generic-AuthenticAMD-26"}).size(), 0u);
+  EXPECT_EQ(cache.ListBestPlans({.target_fingerprint = "+fma"}).size(), 0u);
+  std::vector<MeasurementRecord> zen4_rows =
+      cache.ListMeasurements({.target_fingerprint = "znver4"});
+  ASSERT_EQ(zen4_rows.size(), 1u);
+  EXPECT_EQ(zen4_rows[0].key.target_fingerprint, zen4);
+
+  EXPECT_EQ(cache.DeleteBestPlans({.target_fingerprint = "znver4"}), 1);
+  EXPECT_EQ(cache.ListBestPlans().size(), 2u);
+}
+
 TEST(PlanJson, GroupsRoundTripAndBadJsonIsAUserError) {
   std::vector<StoredGroup> groups = {{{0, 3}, "tile_m=8"}, {{1}, ""}};
   std::string json = GroupsToJson(groups);
