@@ -35,6 +35,7 @@
 #include "db/database.h"
 #include "db/default_path.h"
 #include "ir/error.h"
+#include "server/target_names.h"
 
 namespace fusetune::cli {
 namespace {

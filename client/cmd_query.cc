@@ -14,6 +14,7 @@
 #include "client/tune_table.h"
 #include "db/cache.h"
 #include "db/database.h"
+#include "server/target_names.h"
 #include "server/tuner.h"
 
 namespace fusetune::cli {
@@ -44,8 +45,8 @@ void RunQuery(const QueryFlags& f) {
   } else {
     db::Database database(DbPath(f.search));
     db::Cache store(database);
-    std::string target = f.target;
-    if (target.empty()) target = LocalBackend().TargetFingerprint();
+    std::string target = f.target.empty() ? LocalBackend().TargetFingerprint()
+                                          : ResolveTargetName(f.target, store.BestPlanTargets());
     report = LookupCached(graph, search, store, target, &missing, f.exact);
   }
   if (f.json && !binding.empty()) {
@@ -94,7 +95,8 @@ void RegisterQueryCommand(CLI::App& app) {
                 "look up a local SQLite file (the default when no --server)");
   cmd->add_flag("--json", flags->json, "print the result as JSON (the tune --json shape)");
   cmd->add_option("--target", flags->target,
-                  "target fingerprint to look up (default: this machine)");
+                  "target to look up: its whole fingerprint or its CPU name, as `cache ls` shows "
+                  "it (default: this machine)");
   AddSearchFlags(cmd, flags->search, /*search=*/true);
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/false);
   AddDimFlag(cmd, flags->dims, /*several=*/false);

@@ -128,8 +128,8 @@ void RegisterTuneCommand(CLI::App& app) {
                              "search without starting from the plans of other tuned sizes");
   warm_only->excludes(cold);
   cmd->add_option("--target", flags->target,
-                  "with --server: the target fingerprint to tune for (default: any, the one most "
-                  "registered workers share)");
+                  "with --server: the target to tune for, its whole fingerprint or its CPU name "
+                  "(`fusetune workers`; default: any, the one most registered workers share)");
   cmd->callback([flags] { RunTune(*flags); });
 }
 

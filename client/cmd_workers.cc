@@ -65,7 +65,8 @@ void RegisterWorkersCommand(CLI::App& app) {
   auto flags = std::make_shared<WorkersFlags>();
   CLI::App* cmd = app.add_subcommand("workers", "List the workers registered with a server.");
   AddRemoteFlags(cmd, flags->remote, /*server_required=*/true);
-  cmd->add_option("--target", flags->target, "only workers of this target fingerprint");
+  cmd->add_option("--target", flags->target,
+                  "only workers of this target: its whole fingerprint or its CPU name");
   cmd->add_flag("--json", flags->json, "print JSON");
   cmd->callback([flags] { RunWorkers(*flags); });
 }

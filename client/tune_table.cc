@@ -82,12 +82,6 @@ std::string ShortTarget(const std::string& fingerprint) {
                      fingerprint.substr(a + 1, b - a - 1), features);
 }
 
-std::string TargetCpu(const std::string& fingerprint) {
-  size_t a = fingerprint.find(';');
-  size_t b = a == std::string::npos ? a : fingerprint.find(';', a + 1);
-  return b == std::string::npos ? fingerprint : fingerprint.substr(a + 1, b - a - 1);
-}
-
 std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
                             const TuneReport& r) {
   std::string out = fmt::format("{}  on {}, {} thread{}\n\n", graph_name, ShortTarget(r.target),

@@ -21,8 +21,4 @@ std::string UsText(double us, int decimals);
 // "x86_64-pc-linux-gnu znver4, 112 features" from a full fingerprint.
 std::string ShortTarget(const std::string& fingerprint);
 
-// The CPU name of a fingerprint ("znver4", "generic-AuthenticAMD-26-2"), the fingerprint itself
-// when it has no CPU field ("synthetic"). The cache's --target filters take it as well.
-std::string TargetCpu(const std::string& fingerprint);
-
 }  // namespace fusetune::cli

@@ -105,6 +105,8 @@ class Cache {
   void PutBestPlan(const BestPlanRecord& record,
                    const std::string& replace_reason = kReplacedByRetune);
   std::vector<BestPlanRecord> ListBestPlans(const BestPlanFilter& filter = {}) const;
+  // The target fingerprints the stored best plans are for, each once, sorted.
+  std::vector<std::string> BestPlanTargets() const;
   // Records that a re-validation kept the plan of `key` (verified_at; 0 = now). Changes nothing
   // else. False when no plan is stored under `key`.
   bool MarkBestPlanVerified(const BestPlanKey& key, int64_t when_ms = 0);

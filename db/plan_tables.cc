@@ -179,6 +179,15 @@ std::vector<BestPlanRecord> Cache::ListBestPlans(const BestPlanFilter& filter) c
   return db_.Read([&](Connection& conn) { return ListBestPlansIn(conn, filter); });
 }
 
+std::vector<std::string> Cache::BestPlanTargets() const {
+  return db_.Read([&](Connection& conn) {
+    Statement st = conn.Prepare("SELECT DISTINCT target_fingerprint FROM best_plans ORDER BY 1");
+    std::vector<std::string> out;
+    while (st.Step()) out.push_back(st.Text(0));
+    return out;
+  });
+}
+
 std::vector<BestPlanRecord> ListBestPlansIn(Connection& conn, const BestPlanFilter& filter) {
   // Newest first walks best_plans_by_created backwards and stops at the limit.
   Statement st = conn.Prepare(fmt::format(

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "server/target_names.h"
+
 namespace fusetune::service {
 namespace {
 
@@ -100,9 +102,7 @@ std::string ShortWithTitle(const std::string& text, size_t keep) {
 std::string TargetCell(const std::string& fingerprint, bool cpu_only = false) {
   size_t first = fingerprint.find(';');
   if (first == std::string::npos) return ShortWithTitle(fingerprint, 32);
-  size_t second = fingerprint.find(';', first + 1);
-  std::string cpu = fingerprint.substr(
-      first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+  std::string cpu = TargetCpu(fingerprint);
   std::string shown = cpu_only ? cpu : fingerprint.substr(0, first) + " · " + cpu;
   return fmt::format("<span class=\"mono nowrap\" title=\"{}\">{}</span>", HtmlEscape(fingerprint),
                      HtmlEscape(shown));

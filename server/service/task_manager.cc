@@ -13,6 +13,7 @@
 #include "server/service/queue_backend.h"
 #include "server/service/result_convert.h"
 #include "server/service/status_error.h"
+#include "server/target_names.h"
 
 namespace fusetune::service {
 namespace {
@@ -267,9 +268,15 @@ void TaskManager::RunTune(int64_t id, Live& live) {
 }
 
 // "any" becomes the fingerprint most online workers share (ties: the smallest), so one search
-// never mixes machines; the task waits while no worker is online.
+// never mixes machines; the task waits while no worker is online. A CPU name becomes the one
+// registered fingerprint with that CPU.
 std::string TaskManager::ResolveTarget(const std::string& target, Live& live) {
-  if (target != "any") return target;
+  if (target != "any") {
+    std::vector<std::string> registered;
+    for (const db::WorkerRecord& w : tasks_.ListWorkers())
+      registered.push_back(w.target_fingerprint);
+    return ResolveTargetName(target, registered);
+  }
   for (bool announced = false;; announced = true) {
     std::map<std::string, int> online;
     for (const db::WorkerRecord& w : tasks_.ListWorkers())

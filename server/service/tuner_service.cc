@@ -13,6 +13,7 @@
 #include "server/service/request_checks.h"
 #include "server/service/result_convert.h"
 #include "server/service/status_error.h"
+#include "server/target_names.h"
 #include "server/tuner.h"
 
 namespace fusetune::service {
@@ -138,7 +139,11 @@ TaskView TunerService::ViewOrNotFound(int64_t id) const {
 
 std::string TunerService::LookupTarget(const std::string& target) const {
   std::string checked = CheckTarget(target, "target");
-  if (checked != "any") return checked;
+  if (checked != "any") {
+    std::vector<std::string> known = cache_.BestPlanTargets();
+    for (const db::WorkerRecord& w : queue_.ListWorkers()) known.push_back(w.target_fingerprint);
+    return ResolveTargetName(checked, known);
+  }
   std::set<std::string> fingerprints;
   for (const db::WorkerRecord& w : queue_.ListWorkers()) fingerprints.insert(w.target_fingerprint);
   if (fingerprints.size() == 1) return *fingerprints.begin();
@@ -340,7 +345,9 @@ grpc::Status TunerService::ListWorkers(grpc::ServerContext* context,
     leased.state = db::JobState::kLeased;
     for (const db::JobRecord& j : queue_.ListJobs(leased)) current[j.lease_owner] = j.id;
     for (const db::WorkerRecord& w : queue_.ListWorkers()) {
-      if (!target.empty() && target != "any" && w.target_fingerprint != target) continue;
+      if (!target.empty() && target != "any" && w.target_fingerprint != target &&
+          TargetCpu(w.target_fingerprint) != target)
+        continue;
       v1::Worker* out = response->add_workers();
       out->set_worker_id(w.id);
       out->set_target_fingerprint(w.target_fingerprint);

@@ -97,6 +97,16 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   auto query = RunFusetune("query --local --json --db " + db.path() + " " + graph);
   ASSERT_EQ(query.exit_code, 0) << query.err;
   EXPECT_EQ(nlohmann::json::parse(query.out)["regions"][0]["plan"], region["plan"]);
+  // The CPU name alone, as `cache ls` shows the target, finds the same plans.
+  const std::string fingerprint = j["target"];
+  const size_t a = fingerprint.find(';'), b = fingerprint.find(';', a + 1);
+  ASSERT_NE(b, std::string::npos) << fingerprint;
+  auto by_cpu = RunFusetune("query --local --json --db " + db.path() + " --target " +
+                            fingerprint.substr(a + 1, b - a - 1) + " " + graph);
+  ASSERT_EQ(by_cpu.exit_code, 0) << by_cpu.err;
+  auto found = nlohmann::json::parse(by_cpu.out);
+  EXPECT_EQ(found["target"], fingerprint);
+  EXPECT_EQ(found["regions"][0]["plan"], region["plan"]);
 
   // `run --plan tuned` runs the stored plan, and refuses a thread count that was never tuned.
   auto run = RunFusetune("run --plan tuned --json --repeat 2 --db " + db.path() + " " + graph);

@@ -123,24 +123,33 @@ TEST(EndToEnd, AQueryForAGraphNeverTunedExitsThreeAndNamesTheRegion) {
   EXPECT_EQ(nlohmann::json::parse(again.out)["regions"][0]["cached"], true);
 }
 
-// A request names its target: only that target's workers measure for it, and the result says
-// which one measured.
+// A request names its target, whole or by its CPU name (what `workers` and `cache ls` show): only
+// that target's workers measure for it, the result names the whole fingerprint, and a lookup by
+// the CPU name finds the plans.
 TEST(EndToEnd, ATaskForOneTargetIsMeasuredOnlyByThatTargetsWorkers) {
   TestDir dir;
   ServerProcess server(dir, dir.File("targets.db"));
-  Process a(
-      {"worker", "--server", server.address(), "--synthetic", "--target", "cpu-a", "--id", "a"},
-      dir.File("a"));
-  Process b(
-      {"worker", "--server", server.address(), "--synthetic", "--target", "cpu-b", "--id", "b"},
-      dir.File("b"));
+  const std::string cpu_a = "x86_64-test;cpu-a;+f1", cpu_b = "x86_64-test;cpu-b;+f1";
+  Process a({"worker", "--server", server.address(), "--synthetic", "--target", cpu_a, "--id", "a"},
+            dir.File("a"));
+  Process b({"worker", "--server", server.address(), "--synthetic", "--target", cpu_b, "--id", "b"},
+            dir.File("b"));
   const std::string graph = dir.Write("chain.relay", kChain);
   CommandResult r = RunFusetune(
       dir, {"tune", "--json", "--server", server.address(), "--target", "cpu-b", graph});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out)["target"], "cpu-b");
+  EXPECT_EQ(json::parse(r.out)["target"], cpu_b);
   EXPECT_TRUE(JobsRun(a.Err()).empty()) << a.Err();
   EXPECT_FALSE(JobsRun(b.Err()).empty()) << b.Err();
+
+  CommandResult found = RunFusetune(
+      dir, {"query", "--json", "--server", server.address(), "--target", "cpu-b", graph});
+  ASSERT_EQ(found.exit_code, 0) << found.err;
+  EXPECT_EQ(json::parse(found.out)["target"], cpu_b);
+  EXPECT_EQ(json::parse(found.out)["regions"][0]["cached"], true);
+  CommandResult other = RunFusetune(
+      dir, {"query", "--json", "--server", server.address(), "--target", "cpu-a", graph});
+  EXPECT_EQ(other.exit_code, 3) << "cpu-a tuned nothing: " << other.out;
 }
 
 // Real kernels: the tuned plan through the farm is local mode's plan, and the JSON has the same

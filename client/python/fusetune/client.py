@@ -111,7 +111,8 @@ class Client:
                warm_start="search", attention=True, norm_fold=True, recompute=True):
         """Submits `graph` for tuning and returns a Task at once (see tune() for the options).
 
-        `target` is a worker's fingerprint, or "any" for the one the registered workers share;
+        `target` is a worker's fingerprint or its CPU name (as `fusetune workers` shows it), or
+        "any" for the one the registered workers share;
         `label` names this client in `fusetune tasks` (default: the caller's address)."""
         source = graph_source(graph, name)
         options = tune_options(threads, never_fuse, forbid, max_group, budget, never_fuse_nodes,
