@@ -11,6 +11,7 @@
 #include "ir/error.h"
 #include "ir/plan.h"
 #include "proto/ir_convert.h"
+#include "server/report_assembly.h"
 #include "server/service/auth.h"
 #include "server/service/result_convert.h"
 
@@ -199,12 +200,7 @@ TuneReport RemoteLookup(const RemoteFlags& flags, const std::string& graph_name,
   result.set_threads(options.threads);
   for (const v1::RegionResult& r : response.regions()) *result.add_regions() = r;
   TuneReport report = service::ReportFromProto(graph, result);
-  for (const RegionReport& r : report.regions) {
-    report.total_tuned_us += r.tuned_us;
-    report.total_greedy_us += r.greedy_us;
-    report.total_unfused_us += r.unfused_us;
-    report.max_abs_error = std::max(report.max_abs_error, r.max_abs_error);
-  }
+  SumRegionFigures(report);
   report.tuned_plan.name = "tuned";
   missing->assign(response.missing().begin(), response.missing().end());
   if (missing->empty()) {  // as LookupCached does: the whole graph's plan from its regions'

@@ -138,10 +138,14 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   const bool nothing_ran = std::all_of(r.regions.begin(), r.regions.end(), [](const auto& x) {
     return x.cached || !x.transferred_from.empty();
   });
-  const std::string error = all_cached    ? "checked when the plans were stored"
-                            : nothing_ran ? "not checked yet (`fusetune run --plan tuned` checks a "
-                                            "transferred plan)"
-                                          : fmt::format("{:.2g}", r.max_abs_error);
+  const std::string error =
+      all_cached    ? "checked when the plans were stored"
+      : nothing_ran ? "not checked yet (`fusetune run --plan tuned` checks a "
+                      "transferred plan)"
+      // 0 from a server that predates the magnitude: the error alone
+      : r.max_output_magnitude > 0
+          ? fmt::format("{:.2g} on outputs up to {:.3g}", r.max_abs_error, r.max_output_magnitude)
+          : fmt::format("{:.2g}", r.max_abs_error);
   out += fmt::format(
       "\nmax |error| vs reference {}; measured {} candidates, reused {}, pruned {} by the "
       "cost model; {:.1f} s\n",

@@ -69,6 +69,7 @@ void SumRegionFigures(TuneReport& report) {
     report.total_greedy_us += rr.greedy_us;
     report.total_unfused_us += rr.unfused_us;
     report.max_abs_error = std::max(report.max_abs_error, rr.max_abs_error);
+    report.max_output_magnitude = std::max(report.max_output_magnitude, rr.max_output_magnitude);
   }
 }
 
@@ -107,6 +108,7 @@ WholeGraphTiming TimeWholeGraph(const RequestPolicy& policy, JobRunner& runner,
   report.total_greedy_us = res.us[kGreedy];
   report.total_unfused_us = res.us[kUnfused];
   report.max_abs_error = res.max_abs_error[res.chosen];
+  report.max_output_magnitude = res.max_output_magnitude;
   spdlog::debug("whole graph: tuned {:.2f} µs, greedy {:.2f} µs, unfused {:.2f} µs: {}",
                 res.us[kTuned], res.us[kGreedy], res.us[kUnfused], res.decision);
   return out;

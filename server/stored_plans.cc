@@ -146,6 +146,7 @@ void RecordBestPlans(const RequestPolicy& policy, const std::vector<TuneRegion>&
       if (regions[s].representative != w.region) continue;
       Answer(reports[s], FromStored(regions[s].canon, rec), rec);
       reports[s].max_abs_error = w.max_abs_error;
+      reports[s].max_output_magnitude = w.max_output_magnitude;
     }
   }
 }

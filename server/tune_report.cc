@@ -111,6 +111,7 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
               // against the reference interpreter when it was stored (a transferred one is
               // checked by `run` at its first run).
               {"max_abs_error", all_cached ? json() : json(report.max_abs_error)},
+              {"max_output_magnitude", all_cached ? json() : json(report.max_output_magnitude)},
               {"candidates_measured", report.candidates_measured},
               {"measurements_reused", report.measurements_reused},
               {"pruned", report.pruned},

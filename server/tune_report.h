@@ -41,6 +41,7 @@ struct RegionReport {
   std::string chosen;           // "tuned", "greedy" or "unfused"
   double tuned_us = 0, greedy_us = 0, unfused_us = 0;
   double max_abs_error = 0;
+  double max_output_magnitude = 0;  // the reference's outputs: max_abs_error's scale
   // How the validation decided, e.g. "tuned 1.02× vs greedy, within noise: greedy kept"; "" for a
   // plan stored before decisions were recorded.
   std::string decision;
@@ -79,6 +80,7 @@ struct TuneReport {
   std::string total_chosen = "tuned";  // which whole-graph plan was kept
   std::string total_decision;          // how, when the whole graph was timed
   double max_abs_error = 0;
+  double max_output_magnitude = 0;  // the largest reference value max_abs_error was read beside
   int candidates_measured = 0;
   int measurements_reused = 0;
   int pruned = 0;

@@ -346,6 +346,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
         round.us[slot] = t.min_us > 0 ? t.min_us : t.median_us;
         round.rel_error[slot] = RoundRelativeError(t.median_us, t.stddev_us, t.mad_us, t.repeat);
         res.max_abs_error[slot] = std::max(res.max_abs_error[slot], t.max_abs_error);
+        res.max_output_magnitude = std::max(res.max_output_magnitude, t.max_output_magnitude);
       }
       spdlog::debug("{} {} round {}: tuned {} ±{:.1f}%, greedy {} ±{:.1f}%, unfused {} ±{:.1f}%",
                     phase, way_of[j], p.rounds.size() + 1, Us(round.us[kTuned]),
@@ -465,14 +466,16 @@ std::vector<RegionWinner> ValidateRegions(const RequestPolicy& policy,
     std::copy(std::begin(res.us), std::end(res.us), std::begin(w.us));
     if (!ways[i].plans[kUnfused]) w.us[kUnfused] = std::numeric_limits<double>::quiet_NaN();
     w.max_abs_error = res.max_abs_error[res.chosen];
+    w.max_output_magnitude = res.max_output_magnitude;
     for (int slot = 0; slot < 3; ++slot) {
       if (ways[i].plans[slot]) w.plans[slot] = rs.sub.PlanToOriginal(*ways[i].plans[slot]);
       w.max_abs_errors[slot] = res.max_abs_error[slot];
     }
     spdlog::debug(
-        "region {}: max |error| vs reference: tuned {:.2g}, greedy {:.2g}, unfused {:.2g}",
+        "region {}: max |error| vs reference: tuned {:.2g}, greedy {:.2g}, unfused {:.2g} on "
+        "outputs up to {:.3g}",
         tr.signature, res.max_abs_error[kTuned], res.max_abs_error[kGreedy],
-        res.max_abs_error[kUnfused]);
+        res.max_abs_error[kUnfused], res.max_output_magnitude);
     w.decision =
         ways[i].order == &kIncumbentFirst
             ? "schedules that won their duels, kept unless a baseline wins: " + res.decision

@@ -123,9 +123,10 @@ struct ThreeWayResult {
   double us[3] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
                   std::numeric_limits<double>::infinity()};  // median over the rounds
   double max_abs_error[3] = {0, 0, 0};
-  std::string reason[3];  // why a plan could not run
-  int chosen = -1;        // the winner's slot; -1 when none ran
-  std::string decision;   // NoiseDecision::text
+  double max_output_magnitude = 0;  // the reference's, which every slot is checked against
+  std::string reason[3];            // why a plan could not run
+  int chosen = -1;                  // the winner's slot; -1 when none ran
+  std::string decision;             // NoiseDecision::text
   std::optional<double> margin;
   int rounds = 0;
 };
@@ -140,11 +141,12 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
 
 // The validated winner of one searched region.
 struct RegionWinner {
-  size_t region = 0;         // index into the regions (a representative)
-  int chosen = -1;           // the winner's slot
-  Plan plan;                 // the winner, in the graph's ids
-  double us[3] = {0, 0, 0};  // NaN: not timed
-  double max_abs_error = 0;  // the winner's, against the reference interpreter
+  size_t region = 0;                // index into the regions (a representative)
+  int chosen = -1;                  // the winner's slot
+  Plan plan;                        // the winner, in the graph's ids
+  double us[3] = {0, 0, 0};         // NaN: not timed
+  double max_abs_error = 0;         // the winner's, against the reference interpreter
+  double max_output_magnitude = 0;  // the reference's outputs: the scale of those errors
   // Every slot's plan as timed, in the graph's ids, and its error: what the whole graph's
   // timing (server/report_assembly.h) falls back to when a baseline beats the regions' plans.
   std::optional<Plan> plans[3];

@@ -31,8 +31,9 @@ class CheckedExecutors {
   struct Checked {
     std::shared_ptr<const Graph> graph;  // the executor reads it for its whole life
     std::unique_ptr<PlanExecutor> executor;
-    double max_abs_error = 0;  // its check's
-    double call_ms = 0;        // one call, from its last timing
+    double max_abs_error = 0;         // its check's
+    double max_output_magnitude = 0;  // and the reference's magnitude it was read on
+    double call_ms = 0;               // one call, from its last timing
   };
   // What job plans are kept under: the graph's text, the plan's JSON, the inputs' seed, threads.
   static std::string Key(const std::string& graph_text, const std::string& plan_json, uint64_t seed,

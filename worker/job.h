@@ -54,6 +54,8 @@ struct PlanResult {
   double check_ms = 0;    // one run of the plan and the comparison with the reference
   double timing_ms = 0;   // the timing harness
   double max_abs_error = 0;
+  // The reference's largest finite |value| over the outputs: the scale max_abs_error is read on.
+  double max_output_magnitude = 0;
   std::vector<double> kernel_us;  // per group, in plan order
 };
 

@@ -72,6 +72,7 @@ std::string ResultToJson(const JobResult& r) {
                      {"check_ms", p.check_ms},
                      {"timing_ms", p.timing_ms},
                      {"max_abs_error", p.max_abs_error},
+                     {"max_output_magnitude", p.max_output_magnitude},
                      {"kernel_us", p.kernel_us}});
   json phases = json::object();
   for (const PhaseField& f : kPhaseFields) phases[f.name] = r.phases.*f.figure;
@@ -104,6 +105,7 @@ JobResult ResultFromJson(const std::string& text) {
       t.check_ms = p.value("check_ms", 0.0);
       t.timing_ms = p.value("timing_ms", 0.0);
       t.max_abs_error = p.value("max_abs_error", 0.0);
+      t.max_output_magnitude = p.value("max_output_magnitude", 0.0);
       t.kernel_us = p.value("kernel_us", std::vector<double>{});
       r.plans.push_back(std::move(t));
     }

@@ -122,6 +122,7 @@ v1::MeasurementResult ResultToProto(const JobResult& result) {
     t->set_repeat(static_cast<int32_t>(p.repeat));
     t->set_compile_ms(p.compile_ms);
     t->set_max_abs_error(p.max_abs_error);
+    t->set_max_output_magnitude(p.max_output_magnitude);
     t->set_check_ms(p.check_ms);
     t->set_timing_ms(p.timing_ms);
     for (double us : p.kernel_us) t->add_kernel_us(us);
@@ -150,7 +151,8 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
                                 {t.compile_ms(), "compile_ms"},
                                 {t.check_ms(), "check_ms"},
                                 {t.timing_ms(), "timing_ms"},
-                                {t.max_abs_error(), "max_abs_error"}})
+                                {t.max_abs_error(), "max_abs_error"},
+                                {t.max_output_magnitude(), "max_output_magnitude"}})
       CheckFigure(value, where + "." + field);
     if (t.number() < 0 || t.repeat() < 0)
       throw UserError(where + ": number and repeat must not be negative");
@@ -172,6 +174,7 @@ JobResult ResultFromProto(const v1::MeasurementResult& m) {
     p.check_ms = t.check_ms();
     p.timing_ms = t.timing_ms();
     p.max_abs_error = t.max_abs_error();
+    p.max_output_magnitude = t.max_output_magnitude();
     for (int k = 0; k < t.kernel_us_size(); ++k) {
       CheckFigure(t.kernel_us(k), fmt::format("{}.kernel_us[{}]", where, k));
       p.kernel_us.push_back(t.kernel_us(k));

@@ -99,6 +99,7 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
     std::optional<double> call_ms;
     if (checked.executor) {
       r.max_abs_error = checked.max_abs_error;
+      r.max_output_magnitude = checked.max_output_magnitude;
       if (checked.call_ms >= run.job.timing.min_repeat_ms) call_ms = checked.call_ms;
     } else {
       Plan plan = PlanFromJson(g, job_plan.json, job_plan.name);
@@ -121,6 +122,7 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
         outputs[0].Set(0, outputs[0].Get(0) + 1.0);
       const OutputComparison check = CheckOutputs(outputs, run.reference, run.spread);
       r.max_abs_error = checked.max_abs_error = check.max_abs_error;
+      r.max_output_magnitude = checked.max_output_magnitude = check.max_magnitude;
       r.check_ms = MsSince(start);
       if (!check.ok()) {
         r.reason = fmt::format(

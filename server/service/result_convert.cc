@@ -49,6 +49,7 @@ v1::RegionResult RegionToProto(const Graph& graph, const RegionReport& r, bool f
   out.set_reused(r.reused);
   out.set_pruned(r.pruned);
   out.set_max_abs_error(r.max_abs_error);
+  out.set_max_output_magnitude(r.max_output_magnitude);
   out.set_transferred_from(r.transferred_from);
   out.set_searched_again(r.searched_again);
   out.set_decision(r.decision);
@@ -79,6 +80,7 @@ v1::TuneResult ReportToProto(const Graph& graph, const std::string& graph_name,
   total->set_chosen(report.total_chosen);
   total->set_decision(report.total_decision);
   out.set_max_abs_error(report.max_abs_error);
+  out.set_max_output_magnitude(report.max_output_magnitude);
   out.set_candidates_measured(report.candidates_measured);
   out.set_measurements_reused(report.measurements_reused);
   out.set_pruned(report.pruned);
@@ -105,6 +107,7 @@ TuneReport ReportFromProto(const Graph& graph, const v1::TuneResult& in) {
     rr.greedy_us = r.greedy_us();
     rr.unfused_us = r.unfused_us();
     rr.max_abs_error = r.max_abs_error();
+    rr.max_output_magnitude = r.max_output_magnitude();
     rr.candidates = r.candidates();
     rr.measured = r.measured();
     rr.reused = r.reused();
@@ -132,6 +135,7 @@ TuneReport ReportFromProto(const Graph& graph, const v1::TuneResult& in) {
   if (!in.total().chosen().empty()) report.total_chosen = in.total().chosen();
   report.total_decision = in.total().decision();
   report.max_abs_error = in.max_abs_error();
+  report.max_output_magnitude = in.max_output_magnitude();
   report.candidates_measured = in.candidates_measured();
   report.measurements_reused = in.measurements_reused();
   report.pruned = in.pruned();

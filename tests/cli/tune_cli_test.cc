@@ -38,8 +38,8 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   auto first = RunFusetune("tune --local --json --db " + db.path() + kFast + graph);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   auto j = nlohmann::json::parse(first.out);
-  for (const char* key :
-       {"graph", "target", "regions", "total", "max_abs_error", "candidates_measured", "seconds"})
+  for (const char* key : {"graph", "target", "regions", "total", "max_abs_error",
+                          "max_output_magnitude", "candidates_measured", "seconds"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["graph"], graph);
   ASSERT_EQ(j["regions"].size(), 1u);
@@ -69,6 +69,9 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_EQ(changes.empty(), region["chosen"] == "greedy") << changes.dump();
   EXPECT_GT(j["candidates_measured"].get<int>(), 0);
   EXPECT_LT(j["max_abs_error"].get<double>(), 1e-3);
+  // The where() keeps ones or sums of 64 products of random inputs, each below 1 in magnitude.
+  EXPECT_GE(j["max_output_magnitude"].get<double>(), 1.0);
+  EXPECT_LT(j["max_output_magnitude"].get<double>(), 64.0);
   for (const char* key : {"tuned_us", "greedy_us", "unfused_us"})
     EXPECT_GT(j["total"][key].get<double>(), 0.0);
   // Where the seconds went: the stages that ran jobs, and the jobs' own phases.
@@ -88,6 +91,7 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_EQ(k["regions"][0]["cached"], true);
   EXPECT_EQ(k["candidates_measured"], 0);
   EXPECT_TRUE(k["max_abs_error"].is_null()) << "nothing ran, so no error is claimed";
+  EXPECT_TRUE(k["max_output_magnitude"].is_null());
   EXPECT_TRUE(k["breakdown"]["stages_s"].empty()) << k["breakdown"].dump();
   EXPECT_TRUE(k["breakdown"]["schedule_ranking"].is_null()) << "nothing was planned";
   EXPECT_EQ(k["regions"][0]["plan"], region["plan"]);
@@ -132,8 +136,8 @@ TEST(TuneCli, TableOnATerminalFreeRunNamesEveryFigure) {
   TempDb db("tune_table");
   auto r = RunFusetune("tune --db " + db.path() + kFast + SmallSeed());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* word :
-       {"tuned µs", "greedy µs", "unfused µs", "vs greedy", "whole graph", "chosen kernels"})
+  for (const char* word : {"tuned µs", "greedy µs", "unfused µs", "vs greedy", "whole graph",
+                           "chosen kernels", "max |error| vs reference", "on outputs up to"})
     EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no progress bar when stderr is not a terminal";
 }

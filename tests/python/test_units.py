@@ -163,6 +163,9 @@ def test_the_table_is_the_command_lines():
     assert "  1  tuned    [%0 %1]\n" in text
     assert "max |error| vs reference 1.5e-07; measured 5 candidates" in text
     assert text.endswith("or cache = the region's stored plan\n")
+    # With the outputs' magnitude (0 above: a server that predates it), the error is read on it.
+    scaled = str(report([region()], max_abs_error=0.052, max_output_magnitude=1716.0))
+    assert "max |error| vs reference 0.052 on outputs up to 1.72e+03; measured" in scaled
 
 
 def test_a_decision_counts_its_rounds_as_the_command_line_does():
@@ -196,7 +199,8 @@ def test_plan_groups_and_documents():
     assert r.cached and r.to_dict()["max_abs_error"] is None
     assert '"schedule": "tile_m=4,vector=16"' in r.plan_json()
     assert list(r.to_dict()) == ["graph", "target", "threads", "regions", "total",
-                                 "max_abs_error", "candidates_measured", "measurements_reused",
+                                 "max_abs_error", "max_output_magnitude", "candidates_measured",
+                                 "measurements_reused",
                                  "pruned", "seconds", "breakdown"]
     # The command line's breakdown shape, empty: a server does not send it yet.
     assert r.to_dict()["breakdown"] == {"stages_s": {}, "jobs_ms": {}, "schedule_ranking": None,

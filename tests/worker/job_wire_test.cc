@@ -1,6 +1,10 @@
 // A measurement job's `alone` flag, and a result's spread (mad_us), survive both of their wires:
 // JSON (the local sandbox's pipe and the server's queue rows) and protobuf (the farm's workers).
+#include <limits>
+
 #include <gtest/gtest.h>
+
+#include "ir/error.h"
 
 #include "worker/job.h"
 #include "worker/job_proto.h"
@@ -40,6 +44,8 @@ JobResult AResult() {
   p.min_us = 100;
   p.stddev_us = 28.6;
   p.mad_us = 1.0;
+  p.max_abs_error = 0.052;
+  p.max_output_magnitude = 1716.0;
   p.number = 1;
   p.repeat = 3;
   r.plans.push_back(p);
@@ -54,6 +60,18 @@ TEST(JobWire, TheRepeatsMadRoundTripsThroughBothWires) {
                 .plans.at(0)
                 .mad_us,
             0.0);
+}
+
+// The error is read on the outputs' magnitude, so both cross every wire together.
+TEST(JobWire, TheOutputsMagnitudeRoundTripsThroughBothWires) {
+  for (const JobResult& r :
+       {ResultFromJson(ResultToJson(AResult())), ResultFromProto(ResultToProto(AResult()))}) {
+    EXPECT_EQ(r.plans.at(0).max_abs_error, 0.052);
+    EXPECT_EQ(r.plans.at(0).max_output_magnitude, 1716.0);
+  }
+  JobResult bad = AResult();
+  bad.plans[0].max_output_magnitude = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(ResultFromProto(ResultToProto(bad)), UserError);
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ TEST(Sandbox, OneChildRunsManyJobsAndKeepsItsCaches) {
   EXPECT_EQ(second.reuse.kernels_reused, 3);
   EXPECT_EQ(second.reuse.reference_nodes_evaluated, 0);
   EXPECT_EQ(second.plans[0].max_abs_error, first.plans[0].max_abs_error);
+  // A kept executor reports the magnitude its check was read on, as a fresh one does.
+  EXPECT_GT(first.plans[0].max_output_magnitude, 0.0);
+  EXPECT_EQ(second.plans[0].max_output_magnitude, first.plans[0].max_output_magnitude);
   EXPECT_GT(second.phases.total_ms, 0.0);
 }
 

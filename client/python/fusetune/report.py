@@ -86,6 +86,8 @@ class RegionReport:
     reused: int = 0
     pruned: int = 0
     max_abs_error: float = 0.0
+    # The reference's largest finite |value| over the region's outputs: max_abs_error's scale.
+    max_output_magnitude: float = 0.0
     # How the validation decided ("tuned 1.02× vs greedy, within noise: greedy kept"), the chosen
     # plan's time over the runner-up's (None when not recorded) and the paired rounds behind it.
     decision: str = ""
@@ -118,7 +120,7 @@ class RegionReport:
                    tuned_us=r.tuned_us, greedy_us=r.greedy_us, unfused_us=r.unfused_us,
                    candidates=r.candidates, measured=r.measured, reused=r.reused,
                    pruned=r.pruned, max_abs_error=r.max_abs_error,
-                   decision=r.decision, margin=r.margin if r.HasField("margin") else None,
+                   max_output_magnitude=r.max_output_magnitude, decision=r.decision, margin=r.margin if r.HasField("margin") else None,
                    rounds=r.rounds, transferred_from=r.transferred_from,
                    searched_again=r.searched_again,
                    changes_from_greedy=tuple(
@@ -181,6 +183,7 @@ class TuneReport:
     regions: Tuple[RegionReport, ...]
     total: Totals
     max_abs_error: float = 0.0
+    max_output_magnitude: float = 0.0  # the largest reference value max_abs_error was read beside
     candidates_measured: int = 0
     measurements_reused: int = 0
     pruned: int = 0
@@ -194,6 +197,9 @@ class TuneReport:
         """Every region was answered from the store (nothing was measured)."""
         return bool(self.regions) and all(r.cached for r in self.regions)
 
+    def _nothing_ran(self):
+        return bool(self.regions) and all(r.cached or r.transferred_from for r in self.regions)
+
     @classmethod
     def _from_result(cls, graph, result, task_id=None):
         """From a finished task's TuneResult."""
@@ -203,6 +209,7 @@ class TuneReport:
                    total=Totals(t.tuned_us, t.greedy_us, t.unfused_us, t.measured_together,
                                 chosen=t.chosen or "tuned", decision=t.decision),
                    max_abs_error=result.max_abs_error,
+                   max_output_magnitude=result.max_output_magnitude,
                    candidates_measured=result.candidates_measured,
                    measurements_reused=result.measurements_reused, pruned=result.pruned,
                    seconds=result.seconds,
@@ -219,6 +226,8 @@ class TuneReport:
                                 sum(r.greedy_us for r in regions),
                                 sum(r.unfused_us for r in regions), False),
                    max_abs_error=max((r.max_abs_error for r in regions), default=0.0),
+                   max_output_magnitude=max((r.max_output_magnitude for r in regions),
+                                            default=0.0),
                    missing=tuple(response.missing))
 
     def to_dict(self):
@@ -238,9 +247,8 @@ class TuneReport:
             },
             # null when every region came from the cache: nothing ran, and each plan was checked
             # against the reference interpreter when it was stored.
-            "max_abs_error": (None if self.regions and all(r.cached or r.transferred_from
-                                                            for r in self.regions)
-                              else self.max_abs_error),
+            "max_abs_error": None if self._nothing_ran() else self.max_abs_error,
+            "max_output_magnitude": None if self._nothing_ran() else self.max_output_magnitude,
             "candidates_measured": self.candidates_measured,
             "measurements_reused": self.measurements_reused,
             "pruned": self.pruned,

@@ -122,7 +122,9 @@ def format_table(r):
         error = "checked when the plans were stored"
     elif nothing_ran:
         error = "not checked yet (`fusetune run --plan tuned` checks a transferred plan)"
-    else:
+    elif r.max_output_magnitude > 0:
+        error = f"{r.max_abs_error:.2g} on outputs up to {r.max_output_magnitude:.3g}"
+    else:  # a server that predates the magnitude
         error = f"{r.max_abs_error:.2g}"
     out += (f"\nmax |error| vs reference {error}; measured {r.candidates_measured} candidates, "
             f"reused {r.measurements_reused}, pruned {r.pruned} by the cost model; "
