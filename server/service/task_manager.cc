@@ -1,5 +1,6 @@
 #include "server/service/task_manager.h"
 
+#include <algorithm>
 #include <thread>
 
 #include <fmt/format.h>
@@ -268,25 +269,32 @@ void TaskManager::RunTune(int64_t id, Live& live) {
 }
 
 // "any" becomes the fingerprint most online workers share (ties: the smallest), so one search
-// never mixes machines; the task waits while no worker is online. A CPU name becomes the one
-// registered fingerprint with that CPU.
+// never mixes machines. A CPU name (no ';') becomes the one registered fingerprint with that CPU.
+// Either waits while no worker fits: a task submitted before its worker registered starts when it
+// does. A whole fingerprint is taken as given; its jobs wait in the queue for its workers.
 std::string TaskManager::ResolveTarget(const std::string& target, Live& live) {
-  if (target != "any") {
-    std::vector<std::string> registered;
-    for (const db::WorkerRecord& w : tasks_.ListWorkers())
-      registered.push_back(w.target_fingerprint);
-    return ResolveTargetName(target, registered);
-  }
+  if (target != "any" && target.find(';') != std::string::npos) return target;
   for (bool announced = false;; announced = true) {
-    std::map<std::string, int> online;
-    for (const db::WorkerRecord& w : tasks_.ListWorkers())
-      if (w.state == db::WorkerState::kOnline) ++online[w.target_fingerprint];
-    std::string best;
-    int count = 0;
-    for (const auto& [fingerprint, n] : online)
-      if (n > count) best = fingerprint, count = n;
-    if (!best.empty()) return best;
-    if (!announced) SetPhase(live, "waiting for a worker");
+    const std::vector<db::WorkerRecord> workers = tasks_.ListWorkers();
+    if (target == "any") {
+      std::map<std::string, int> online;
+      for (const db::WorkerRecord& w : workers)
+        if (w.state == db::WorkerState::kOnline) ++online[w.target_fingerprint];
+      std::string best;
+      int count = 0;
+      for (const auto& [fingerprint, n] : online)
+        if (n > count) best = fingerprint, count = n;
+      if (!best.empty()) return best;
+    } else {
+      std::vector<std::string> registered;
+      for (const db::WorkerRecord& w : workers) registered.push_back(w.target_fingerprint);
+      std::string resolved = ResolveTargetName(target, registered);
+      if (std::find(registered.begin(), registered.end(), resolved) != registered.end())
+        return resolved;
+    }
+    if (!announced)
+      SetPhase(live,
+               target == "any" ? "waiting for a worker" : "waiting for a worker of " + target);
     if (live.interrupt == kCancel) throw TaskInterrupted(TaskInterrupted::Why::kCancelled);
     if (live.interrupt == kStop || work_.stopped())
       throw TaskInterrupted(TaskInterrupted::Why::kServerStopping);

@@ -125,20 +125,24 @@ TEST(EndToEnd, AQueryForAGraphNeverTunedExitsThreeAndNamesTheRegion) {
 
 // A request names its target, whole or by its CPU name (what `workers` and `cache ls` show): only
 // that target's workers measure for it, the result names the whole fingerprint, and a lookup by
-// the CPU name finds the plans.
+// the CPU name finds the plans. The task is submitted before its target's worker registers, and
+// starts when it does.
 TEST(EndToEnd, ATaskForOneTargetIsMeasuredOnlyByThatTargetsWorkers) {
   TestDir dir;
   ServerProcess server(dir, dir.File("targets.db"));
   const std::string cpu_a = "x86_64-test;cpu-a;+f1", cpu_b = "x86_64-test;cpu-b;+f1";
   Process a({"worker", "--server", server.address(), "--synthetic", "--target", cpu_a, "--id", "a"},
             dir.File("a"));
+  const std::string graph = dir.Write("chain.relay", kChain);
+  Process tune({"tune", "--json", "--server", server.address(), "--target", "cpu-b", graph},
+               dir.File("tune"));
+  for (int i = 0; i < 1000 && tune.Err().find("submitted") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_NE(tune.Err().find("task 1 submitted"), std::string::npos) << tune.Err();
   Process b({"worker", "--server", server.address(), "--synthetic", "--target", cpu_b, "--id", "b"},
             dir.File("b"));
-  const std::string graph = dir.Write("chain.relay", kChain);
-  CommandResult r = RunFusetune(
-      dir, {"tune", "--json", "--server", server.address(), "--target", "cpu-b", graph});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out)["target"], cpu_b);
+  ASSERT_EQ(tune.ExitCode(std::chrono::seconds(60)), 0) << tune.Err();
+  EXPECT_EQ(json::parse(tune.Out())["target"], cpu_b);
   EXPECT_TRUE(JobsRun(a.Err()).empty()) << a.Err();
   EXPECT_FALSE(JobsRun(b.Err()).empty()) << b.Err();
 
