@@ -140,8 +140,7 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   });
   const std::string error =
       all_cached    ? "checked when the plans were stored"
-      : nothing_ran ? "not checked yet (`fusetune run --plan tuned` checks a "
-                      "transferred plan)"
+      : nothing_ran ? "not checked yet (`fusetune run --plan tuned` checks a transferred plan)"
       // 0 from a server that predates the magnitude: the error alone
       : r.max_output_magnitude > 0
           ? fmt::format("{:.2g} on outputs up to {:.3g}", r.max_abs_error, r.max_output_magnitude)

@@ -3,12 +3,15 @@
 #include "db/database.h"
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 
 #include "db/schema.h"
 #include "db/sqlite.h"
@@ -16,6 +19,25 @@
 
 namespace fusetune::db {
 namespace {
+
+// Switching a file to WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY at once, without
+// calling the busy handler, while another connection holds a lock on it: several processes (or a
+// server's threads) opening one fresh file. Retried until the busy timeout, as other statements
+// wait.
+void SetWalMode(Connection& conn, int busy_timeout_ms) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  for (;;) {
+    try {
+      conn.Exec("PRAGMA journal_mode = WAL");
+      return;
+    } catch (const StoreError& e) {
+      if ((e.sqlite_code() & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline)
+        throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
 
 namespace fs = std::filesystem;
 
@@ -106,7 +128,7 @@ Database::Database(const std::string& path, DatabaseOptions options) : path_(pat
 
   // WAL lets readers in other processes run beside one writer; NORMAL sync is durable in WAL
   // mode except for the last transactions on power loss (never corruption).
-  conn_->Exec("PRAGMA journal_mode = WAL");
+  SetWalMode(*conn_, options.busy_timeout_ms);
   conn_->Exec("PRAGMA synchronous = NORMAL");
   int target = options.schema_version == 0 ? kLatestSchemaVersion : options.schema_version;
   Migrate(*conn_, target);  // turns foreign keys off while it runs (a step may rebuild a table)
