@@ -1,6 +1,7 @@
 // `fusetune query GRAPH [--local] [--db PATH] [--json]`: the cached best plans of GRAPH's regions,
 // without measuring anything. A region with no stored plan is answered by transfer from the
 // nearest tuned size of its family unless --exact; exit code 3 when some region has no answer.
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -38,6 +39,7 @@ void RunQuery(const QueryFlags& f) {
   Graph graph = source.Bind(binding);
   const SearchOptions search = ToSearchOptions(f.search, graph);  // before the store is opened
   std::vector<std::string> missing;
+  size_t under_older_key = 0;  // of the missing regions, those with a plan under an earlier key
   TuneReport report;
   if (!f.local && !f.remote.server.empty()) {
     report = RemoteLookup(f.remote, f.graph_path, source.TextForServer(graph, binding), graph,
@@ -48,6 +50,14 @@ void RunQuery(const QueryFlags& f) {
     std::string target = f.target.empty() ? LocalBackend().TargetFingerprint()
                                           : ResolveTargetName(f.target, store.BestPlanTargets());
     report = LookupCached(graph, search, store, target, &missing, f.exact);
+    const std::string before = FingerprintBeforeCpuIds(target);
+    if (!missing.empty() && f.target.empty() && !before.empty()) {
+      std::vector<std::string> missing_before;
+      LookupCached(graph, search, store, before, &missing_before, f.exact);
+      for (const std::string& m : missing)
+        under_older_key +=
+            std::find(missing_before.begin(), missing_before.end(), m) == missing_before.end();
+    }
   }
   if (f.json && !binding.empty()) {
     nlohmann::json out = nlohmann::json::parse(TuneReportToJson(graph, f.graph_path, report));
@@ -73,6 +83,12 @@ void RunQuery(const QueryFlags& f) {
       }
     std::cerr << fmt::format("run `fusetune tune {}{}` to measure them\n", f.graph_path,
                              DimFlagsText(binding));
+    if (under_older_key > 0)
+      std::cerr << fmt::format(
+          "{} of them ha{} a plan under this CPU's key of earlier fusetune versions (CPU "
+          "\"generic\", before CPUs LLVM does not know were told apart by CPUID), which may come "
+          "from another CPU with the same features: `--target generic` reads them\n",
+          under_older_key, under_older_key == 1 ? "s" : "ve");
     SetExitCode(3);
   }
 }

@@ -14,6 +14,13 @@ std::string TargetCpu(const std::string& fingerprint) {
   return b == std::string::npos ? fingerprint : fingerprint.substr(a + 1, b - a - 1);
 }
 
+std::string FingerprintBeforeCpuIds(const std::string& fingerprint) {
+  const std::string cpu = TargetCpu(fingerprint);
+  if (cpu == fingerprint || cpu.rfind("generic-", 0) != 0) return "";
+  const size_t a = fingerprint.find(';');
+  return fingerprint.substr(0, a + 1) + "generic" + fingerprint.substr(a + 1 + cpu.size());
+}
+
 std::string ResolveTargetName(const std::string& name, const std::vector<std::string>& known) {
   if (std::find(known.begin(), known.end(), name) != known.end()) return name;
   std::vector<std::string> fits;

@@ -123,6 +123,53 @@ TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
   EXPECT_NE(untuned.err.find("no stored plan"), std::string::npos) << untuned.err;
 }
 
+// A store written before CPUs LLVM calls "generic" were keyed by CPUID holds this machine's plans
+// under "generic": a query misses them (they may come from another CPU), says so, and reads them
+// with --target generic.
+TEST(TuneCli, QueryPointsAtThePlansOfThisCpusEarlierKey) {
+  TempDb tuned("earlier_key_tuned"), old("earlier_key_old");
+  const std::string graph = SmallSeed();
+  auto tune = RunFusetune("tune --local --json --db " + tuned.path() + kFast + graph);
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  const std::string fingerprint = nlohmann::json::parse(tune.out)["target"];
+  const size_t a = fingerprint.find(';'), b = fingerprint.find(';', a + 1);
+  ASSERT_NE(b, std::string::npos) << fingerprint;
+  if (fingerprint.compare(a + 1, 8, "generic-") != 0)
+    GTEST_SKIP() << "LLVM knows this CPU, so its key never was \"generic\": " << fingerprint;
+  const std::string earlier = fingerprint.substr(0, a + 1) + "generic" + fingerprint.substr(b);
+
+  // The store as an earlier version wrote it: the same records under the earlier key.
+  const std::string exported = tuned.path() + ".jsonl";
+  ASSERT_EQ(RunFusetune("cache export --db " + tuned.path() + " " + exported).exit_code, 0);
+  std::string lines;
+  {
+    std::ifstream in(exported);
+    lines.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (size_t at = lines.find(fingerprint); at != std::string::npos;
+       at = lines.find(fingerprint, at + earlier.size()))
+    lines.replace(at, fingerprint.size(), earlier);
+  std::ofstream(exported) << lines;
+  auto imported = RunFusetune("cache import --db " + old.path() + " " + exported);
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+
+  auto missed = RunFusetune("query --db " + old.path() + " " + graph);
+  EXPECT_EQ(missed.exit_code, 3) << missed.out;
+  EXPECT_NE(missed.err.find("1 of them has a plan under this CPU's key of earlier"),
+            std::string::npos)
+      << missed.err;
+  EXPECT_NE(missed.err.find("`--target generic` reads them"), std::string::npos) << missed.err;
+  auto read = RunFusetune("query --json --target generic --db " + old.path() + " " + graph);
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_EQ(nlohmann::json::parse(read.out)["target"], earlier);
+  // A store of this version's keys only gives no such hint.
+  TempDb empty("earlier_key_empty");
+  auto none = RunFusetune("query --db " + empty.path() + " " + graph);
+  EXPECT_EQ(none.exit_code, 3);
+  EXPECT_EQ(none.err.find("--target generic"), std::string::npos) << none.err;
+  std::filesystem::remove(exported);
+}
+
 TEST(TuneCli, QueryNamesTheRegionsWithoutAPlanAndExitsThree) {
   TempDb db("query_missing");
   auto r = RunFusetune("query --db " + db.path() + " " + kExamples + "sub_exp_100x120x120.relay");

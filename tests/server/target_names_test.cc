@@ -19,6 +19,13 @@ TEST(TargetNames, TheCpuIsTheMiddleFieldAndOtherNamesStayWhole) {
   EXPECT_EQ(TargetCpu("a;b"), "a;b");  // no features field: not a fingerprint
 }
 
+TEST(TargetNames, TheKeyBeforeCpuIdsIsGenericForACpuLlvmDoesNotKnowOnly) {
+  EXPECT_EQ(FingerprintBeforeCpuIds(kTurin), "x86_64-pc-linux-gnu;generic;+avx512f,+fma");
+  EXPECT_EQ(FingerprintBeforeCpuIds(kZen4), "");
+  EXPECT_EQ(FingerprintBeforeCpuIds("synthetic"), "");
+  EXPECT_EQ(FingerprintBeforeCpuIds("x86_64-pc-linux-gnu;generic;+avx2"), "");
+}
+
 TEST(TargetNames, ACpuNameResolvesToItsOneFingerprint) {
   const std::vector<std::string> known = {kTurin, kRyzen, kZen4, kZen4};
   EXPECT_EQ(ResolveTargetName("znver4", known), kZen4);
