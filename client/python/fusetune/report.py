@@ -120,7 +120,8 @@ class RegionReport:
                    tuned_us=r.tuned_us, greedy_us=r.greedy_us, unfused_us=r.unfused_us,
                    candidates=r.candidates, measured=r.measured, reused=r.reused,
                    pruned=r.pruned, max_abs_error=r.max_abs_error,
-                   max_output_magnitude=r.max_output_magnitude, decision=r.decision, margin=r.margin if r.HasField("margin") else None,
+                   max_output_magnitude=r.max_output_magnitude, decision=r.decision,
+                   margin=r.margin if r.HasField("margin") else None,
                    rounds=r.rounds, transferred_from=r.transferred_from,
                    searched_again=r.searched_again,
                    changes_from_greedy=tuple(
