@@ -154,6 +154,12 @@ TEST(EndToEnd, ATaskForOneTargetIsMeasuredOnlyByThatTargetsWorkers) {
   CommandResult other = RunFusetune(
       dir, {"query", "--json", "--server", server.address(), "--target", "cpu-a", graph});
   EXPECT_EQ(other.exit_code, 3) << "cpu-a tuned nothing: " << other.out;
+  CommandResult workers =
+      RunFusetune(dir, {"workers", "--json", "--server", server.address(), "--target", "cpu-b"});
+  ASSERT_EQ(workers.exit_code, 0) << workers.err;
+  json listed = json::parse(workers.out);
+  ASSERT_EQ(listed.size(), 1u) << workers.out;
+  EXPECT_EQ(listed[0]["id"], "b");
 }
 
 // Real kernels: the tuned plan through the farm is local mode's plan, and the JSON has the same
