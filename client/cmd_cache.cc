@@ -87,6 +87,11 @@ std::string FormatTime(int64_t unix_ms) {
   return fmt::format("{:%Y-%m-%d %H:%M}", fmt::localtime(t));
 }
 
+// `text` cut to a table column of `width` characters, "..." marking the cut.
+std::string Clipped(const std::string& text, size_t width) {
+  return text.size() > width ? text.substr(0, width - 3) + "..." : text;
+}
+
 std::string Join(const std::vector<std::string>& items, const char* sep) {
   std::string out;
   for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
@@ -185,10 +190,8 @@ void RunLsMeasurements(const CacheFlags& f, const db::Cache& cache) {
   std::cout << fmt::format("{:<16} {:<24} {:<26} {:>3}  {:<7} {:>11}  {}\n", "GROUP", "SCHEDULE",
                            "TARGET", "THR", "STATUS", "MEDIAN_US", "REASON");
   for (const auto& m : rows) {
-    std::string schedule = m.key.schedule.empty() ? "(default)" : m.key.schedule;
-    if (schedule.size() > 24) schedule = schedule.substr(0, 21) + "...";
-    std::string target = TargetCpu(m.key.target_fingerprint);
-    if (target.size() > 26) target = target.substr(0, 23) + "...";
+    const std::string schedule = Clipped(m.key.schedule.empty() ? "(default)" : m.key.schedule, 24);
+    const std::string target = Clipped(TargetCpu(m.key.target_fingerprint), 26);
     bool ok = m.status == db::MeasurementStatus::kOk;
     std::string line =
         fmt::format("{:<16} {:<24} {:<26} {:>3}  {:<7} {:>11}", m.key.group_signature.substr(0, 16),
@@ -230,8 +233,7 @@ void RunLs(const CacheFlags& f) {
                            "SIGNATURE", "TARGET", "THR", "VER", "CHOSEN", "TUNED_US", "GREEDY_US",
                            "UNFUSED_US", "SPEEDUP", "OPS");
   for (const auto& p : plans) {
-    std::string target = TargetCpu(p.key.target_fingerprint);
-    if (target.size() > 26) target = target.substr(0, 23) + "...";
+    const std::string target = Clipped(TargetCpu(p.key.target_fingerprint), 26);
     std::cout << fmt::format(
         "{:<16} {:<26} {:>3} {:>3}  {:<7} {:>11.2f} {:>11.2f} {:>11} {:>7}  {}\n",
         p.key.region_signature.substr(0, 16), target, p.key.threads, p.key.search_version, p.chosen,

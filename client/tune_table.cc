@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "server/target_names.h"
 #include "server/validation.h"
 
 namespace fusetune::cli {
@@ -74,12 +75,12 @@ std::string UsText(double us, int decimals) {
 }
 
 std::string ShortTarget(const std::string& fingerprint) {
-  size_t a = fingerprint.find(';');
-  size_t b = a == std::string::npos ? a : fingerprint.find(';', a + 1);
-  if (b == std::string::npos) return fingerprint;
-  size_t features = std::count(fingerprint.begin() + static_cast<long>(b), fingerprint.end(), '+');
-  return fmt::format("{} {}, {} features", fingerprint.substr(0, a),
-                     fingerprint.substr(a + 1, b - a - 1), features);
+  const std::string cpu = TargetCpu(fingerprint);
+  if (cpu == fingerprint) return fingerprint;
+  const size_t a = fingerprint.find(';');
+  const auto features = std::count(fingerprint.begin() + static_cast<long>(a + 1 + cpu.size()),
+                                   fingerprint.end(), '+');
+  return fmt::format("{} {}, {} features", fingerprint.substr(0, a), cpu, features);
 }
 
 std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
