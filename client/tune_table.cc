@@ -158,9 +158,11 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
         won, r.duels.size());
     for (const ScheduleDuel& d : r.duels)
       if (d.won)
-        out += fmt::format(
-            "  {} ({}): {}{}\n", d.group, fmt::join(d.ops, ", "), d.schedule,
-            d.kept_unless_beaten ? " (weights packed once; the default did not win)" : "");
+        out +=
+            fmt::format("  {} ({}): {}{}\n", d.group, fmt::join(d.ops, ", "), d.kept,
+                        d.kept != d.schedule   ? " (the runner-up, faster than the challenger)"
+                        : d.kept_unless_beaten ? " (weights packed once; the default did not win)"
+                                               : "");
   }
   out += "source: measured+reused (group, schedule) pairs, or cache = the region's stored plan\n";
   if (any_transferred)

@@ -38,8 +38,8 @@ struct GroupWork {
   std::vector<bool> known;           // per schedule: a stored or fresh measurement exists
   std::vector<Schedule> candidates;  // the rest of the space, best ranked first: not yet planned
   double benefit = 0;                // roofline estimate of what fusing saves (µs)
-  // The winner of the group's duel against its default (server/schedule_duels.h): the challenger,
-  // or 0, the default; unset when no duel ran.
+  // The winner of the group's duel against its default (server/schedule_duels.h): the challenger
+  // or the runner-up, or 0, the default; unset when no duel ran.
   std::optional<size_t> dueled;
   // The schedule used: the duel's winner; else the default (the first) unless another is faster
   // beyond the noise of the two measurements (server/noise.h), then the fastest such. best_us()

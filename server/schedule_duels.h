@@ -17,6 +17,10 @@
 // rounds that cannot tell the two apart are no evidence for the default. When the twin had to win,
 // tunes a minute apart kept it in different dense groups of BERT's layer. Another schedule the
 // unpaired rule picked is dueled instead when its figure beats the twin's beyond the floor.
+// A third schedule, the runner-up, rides in the same rounds when its figure is within the
+// unpaired noise floor (3%) of the challenger's: the fastest other schedule. It must beat
+// whichever of the default and the challenger the rounds keep, so the unpaired rule's choice
+// between schedules a few percent apart is made by paired rounds too.
 // Only groups of the regions' tuned plans are dueled: every schedule the unpaired rule picked and
 // every weights-packed twin (so a plan whose schedule changes all won duels is judged as such by
 // validation), and of the rest at most kMaxDuels in all, the heaviest (by the default's time)
@@ -36,7 +40,7 @@ inline constexpr int kMaxDuels = 6;
 inline constexpr int kDuelPasses = 3;
 
 // Duels the groups of `tuned` (per entry of plan.regions, in `graph`'s ids) and marks each
-// dueled group's winner (GroupWork::dueled: the challenger, or 0 for the default). Returns every
+// dueled group's winner (GroupWork::dueled: the challenger, the runner-up, or 0 for the default). Returns every
 // duel run, won or not.
 std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
                                         const std::vector<std::optional<Plan>>& tuned,

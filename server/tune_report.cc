@@ -23,13 +23,16 @@ nlohmann::json Breakdown(const TuneReport& report) {
   if (!report.schedule_ranking.empty()) ranking = report.schedule_ranking;
   nlohmann::json duels = nlohmann::json::array();
   for (const ScheduleDuel& d : report.duels)
-    duels.push_back({{"group", d.group},
-                     {"ops", d.ops},
-                     {"schedule", d.schedule},
-                     {"decision", d.decision},
-                     {"rounds", d.rounds},
-                     {"won", d.won},
-                     {"kept_unless_beaten", d.kept_unless_beaten}});
+    duels.push_back(
+        {{"group", d.group},
+         {"ops", d.ops},
+         {"schedule", d.schedule},
+         {"runner_up", d.runner_up.empty() ? nlohmann::json() : nlohmann::json(d.runner_up)},
+         {"kept", d.kept},
+         {"decision", d.decision},
+         {"rounds", d.rounds},
+         {"won", d.won},
+         {"kept_unless_beaten", d.kept_unless_beaten}});
   return {{"stages_s", stages},
           {"jobs_ms", jobs},
           {"schedule_ranking", ranking},

@@ -60,10 +60,12 @@ struct RegionReport {
 struct ScheduleDuel {
   std::string group;  // its nodes, "%3, %4"
   std::vector<std::string> ops;
-  std::string schedule;  // the challenger
+  std::string schedule;   // the challenger
+  std::string runner_up;  // a third schedule timed in the same rounds, or empty
+  std::string kept;  // the schedule the group keeps: the challenger, the runner-up or the default
   std::string decision;  // "schedule 1.05× vs default schedule, beyond noise (5 of 5 rounds): ..."
   int rounds = 0;
-  bool won = false;
+  bool won = false;  // a schedule other than the default won
   // The challenger was the default's weights-packed twin: kept unless the default won.
   bool kept_unless_beaten = false;
 };

@@ -195,7 +195,8 @@ double SignTestP(int wins, int n) {
 }
 
 NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int same_plan[3],
-                             const SlotOrder& order, int max_rounds, const SlotLabels& labels) {
+                             const SlotOrder& order, int max_rounds, const SlotLabels& labels,
+                             const SlotLabels& names) {
   NoiseDecision d;
   // The candidates, simplest first: one per distinct plan that ran in every round.
   std::vector<int> candidates;
@@ -256,8 +257,8 @@ NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int 
     d.margin = Median(ratios);
   }
   const std::string verdict =
-      fmt::format("{} {}", kSlotNames[kept], kept == candidates[0] ? "kept" : "chosen");
-  d.text = phrases.empty() ? fmt::format("only {} ran: {}", kSlotNames[kept], verdict)
+      fmt::format("{} {}", names[kept], kept == candidates[0] ? "kept" : "chosen");
+  d.text = phrases.empty() ? fmt::format("only {} ran: {}", names[kept], verdict)
                            : fmt::format("{}: {}", fmt::join(phrases, "; "), verdict);
   return d;
 }
@@ -272,12 +273,14 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
     std::vector<bool> failed;  // per distinct plan: failed in a round, not timed again
     std::vector<RoundFigures> rounds;
     const SlotLabels* labels = &kSlotLabels;
+    const SlotLabels* names = &kSlotNames;
   };
   std::vector<Prepared> prep(ways.size());
   auto order_of = [&](size_t i) -> const SlotOrder& {
     return ways[i].order ? *ways[i].order : order;
   };
   for (size_t i = 0; i < ways.size(); ++i) {
+    if (ways[i].names) prep[i].names = ways[i].names;
     std::vector<const Plan*> distinct;
     for (int slot : order_of(i)) {
       if (!ways[i].plans[slot]) continue;
@@ -288,7 +291,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
       prep[i].plan_of[slot] = static_cast<int>(distinct.size());
       distinct.push_back(&*ways[i].plans[slot]);
       prep[i].distinct.push_back(
-          {kSlotNames[slot], PlanToJson(*ways[i].graph, *ways[i].plans[slot])});
+          {(*prep[i].names)[slot], PlanToJson(*ways[i].graph, *ways[i].plans[slot])});
     }
     prep[i].graph_text = PrintRelay(*ways[i].graph);
     const std::optional<Plan>&tuned = ways[i].plans[kTuned], &greedy = ways[i].plans[kGreedy];
@@ -376,7 +379,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
       const bool any_left = std::count(p.failed.begin(), p.failed.end(), false) > 0;
       const int cap = ways[i].max_rounds;
       if (any_left && static_cast<int>(p.rounds.size()) < cap &&
-          !DecideThreeWay(p.rounds, p.plan_of, order_of(i), cap, *p.labels).settled)
+          !DecideThreeWay(p.rounds, p.plan_of, order_of(i), cap, *p.labels, *p.names).settled)
         undecided.push_back(i);
     }
     if (undecided.empty()) break;
@@ -403,7 +406,7 @@ std::vector<ThreeWayResult> TimeThreeWays(const std::vector<ThreeWay>& ways, Job
             res.reason[slot] = res.reason[other];
     }
     const NoiseDecision d =
-        DecideThreeWay(p.rounds, p.plan_of, order_of(i), ways[i].max_rounds, *p.labels);
+        DecideThreeWay(p.rounds, p.plan_of, order_of(i), ways[i].max_rounds, *p.labels, *p.names);
     res.chosen = d.chosen;
     res.decision = d.text;
     if (std::isfinite(d.margin)) res.margin = d.margin;

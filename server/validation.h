@@ -53,9 +53,10 @@
 namespace fusetune {
 
 enum Slot { kTuned = 0, kGreedy = 1, kUnfused = 2 };
-inline constexpr const char* kSlotNames[3] = {"tuned", "greedy", "unfused"};
 // What the decision's text calls each slot's plan.
 using SlotLabels = std::array<const char*, 3>;
+// The slots' plans' names in the jobs, and in the decision's verdict ("greedy kept").
+inline constexpr SlotLabels kSlotNames = {"tuned", "greedy", "unfused"};
 inline constexpr SlotLabels kSlotLabels = {"tuned", "greedy", "unfused"};
 // The tuned plan is greedy's grouping on other schedules: the comparison is of schedules.
 inline constexpr SlotLabels kScheduleLabels = {"searched schedules", "greedy on defaults",
@@ -98,9 +99,11 @@ struct NoiseDecision {
 // The pure rule over `rounds`. same_plan[slot] is the index of the slot's distinct plan (slots
 // with one plan share figures and are one candidate, named by its simplest slot), -1 = no plan.
 // `labels` name the plans in the comparisons; the verdict ("greedy kept") names the slot.
+// `names` name the slots in the verdict.
 NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int same_plan[3],
                              const SlotOrder& order = kSimplestFirst, int max_rounds = kMaxRounds,
-                             const SlotLabels& labels = kSlotLabels);
+                             const SlotLabels& labels = kSlotLabels,
+                             const SlotLabels& names = kSlotNames);
 
 // Whether two plans have the same groups on the same schedules (in any order).
 bool SamePlan(const Plan& a, const Plan& b);
@@ -116,7 +119,8 @@ struct ThreeWay {
   std::optional<Plan> plans[3];
   const SlotOrder* order = nullptr;    // instead of TimeThreeWays' order, for this way
   const SlotLabels* labels = nullptr;  // what the decision calls the plans, when not the default
-  int max_rounds = kMaxRounds;         // kMaxRoundsRepeated for a region standing for several
+  const SlotLabels* names = nullptr;  // the slots' names in the jobs and verdict, if not kSlotNames
+  int max_rounds = kMaxRounds;        // kMaxRoundsRepeated for a region standing for several
 };
 
 struct ThreeWayResult {

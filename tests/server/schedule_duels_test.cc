@@ -175,6 +175,104 @@ TEST_F(ScheduleDuels, AScheduleTheUnpairedRulePickedGivesWayWhenItLosesItsDuel) 
   EXPECT_EQ(report.regions[0].chosen, "greedy") << report.regions[0].decision;
 }
 
+// Three schedules measured per group: the default, vector=8 (ranked next) and a third. vector=8
+// runs `second[phase]` times the default's time and the third `third[phase]` (phase: candidate
+// jobs, duels, validation).
+struct ThreeSchedulesBackend : ModelBackend {
+  ThreeSchedulesBackend(std::array<double, 3> second, std::array<double, 3> third) {
+    adjust = [=](const MeasureJob& job, const Plan& plan, PlanResult& t) {
+      const int phase = IsDuel(job) ? 1 : IsValidation(job) ? 2 : 0;
+      t.median_us = 0;
+      for (size_t i = 0; i < plan.groups.size(); ++i) {
+        const Schedule& s = plan.groups[i].schedule;
+        if (s.Get("vector", 16) == 8)
+          t.kernel_us[i] *= second[phase];
+        else if (!s.ToString().empty())
+          t.kernel_us[i] *= third[phase];
+        t.median_us += t.kernel_us[i];
+      }
+      t.repeat = 5;
+    };
+  }
+};
+
+class RunnerUps : public ScheduleDuels {
+ protected:
+  TuneReport TuneChainWithThree(ModelBackend& backend) {
+    db::Database database(path_.string());
+    db::Cache store(database);
+    TuneOptions options;
+    options.search.schedule_budget = 0;
+    options.search.schedules_per_group = 3;
+    return Tune(graph_, options, store, backend);
+  }
+  static const ScheduleDuel* FusedDuel(const TuneReport& report) {
+    for (const ScheduleDuel& d : report.duels)
+      if (d.ops.size() == 2) return &d;
+    return nullptr;
+  }
+};
+
+TEST_F(RunnerUps, ARunnerUpFasterInPairedRoundsIsKeptOverTheChallenger) {
+  // By the candidate figures vector=8 leads by 0.5%; paired, the third runs 3% faster than it.
+  ThreeSchedulesBackend backend({0.97, 0.98, 0.98}, {0.975, 0.95, 0.95});
+  const TuneReport report = TuneChainWithThree(backend);
+  const ScheduleDuel* duel = FusedDuel(report);
+  ASSERT_NE(duel, nullptr);
+  EXPECT_EQ(duel->schedule, "vector=8");
+  ASSERT_FALSE(duel->runner_up.empty());
+  EXPECT_NE(duel->runner_up, "vector=8");
+  EXPECT_TRUE(duel->won) << duel->decision;
+  EXPECT_EQ(duel->kept, duel->runner_up) << duel->decision;
+  EXPECT_NE(duel->decision.find("runner-up chosen"), std::string::npos) << duel->decision;
+  EXPECT_EQ(duel->rounds, 5) << "5 of 5 rounds: the fewest the sign test calls a win";
+  for (const MeasureJob& job : backend.seen)
+    if (IsDuel(job) && job.plans.size() == 3) {
+      std::set<std::string> names;
+      for (const JobPlan& p : job.plans) names.insert(p.name);
+      EXPECT_EQ(names, (std::set<std::string>{"tuned", "greedy", "runner-up"}));
+    }
+  ASSERT_EQ(report.regions.size(), 1u);
+  ASSERT_EQ(report.regions[0].plan.size(), 1u);
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), duel->runner_up);
+  EXPECT_EQ(report.regions[0].chosen, "tuned") << report.regions[0].decision;
+
+  const auto json = nlohmann::json::parse(TuneReportToJson(graph_, "chain.relay", report));
+  bool found = false;
+  for (const auto& d : json.at("breakdown").at("schedule_duels"))
+    if (d.at("schedule") == "vector=8" && d.at("ops").size() == 2) {
+      found = true;
+      EXPECT_EQ(d.at("runner_up"), duel->runner_up);
+      EXPECT_EQ(d.at("kept"), duel->runner_up);
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(RunnerUps, ARunnerUpOfTheChallengersSpeedLeavesTheChallengerKept) {
+  ThreeSchedulesBackend backend({0.97, 0.95, 0.95}, {0.975, 0.95, 0.95});
+  const TuneReport report = TuneChainWithThree(backend);
+  const ScheduleDuel* duel = FusedDuel(report);
+  ASSERT_NE(duel, nullptr);
+  EXPECT_FALSE(duel->runner_up.empty());
+  EXPECT_TRUE(duel->won) << duel->decision;
+  EXPECT_EQ(duel->kept, "vector=8") << duel->decision;
+  EXPECT_EQ(report.regions[0].plan[0].schedule.ToString(), "vector=8");
+}
+
+TEST_F(RunnerUps, ARunnerUpSlowerBeyondTheUnpairedFloorIsNotTimed) {
+  ThreeSchedulesBackend backend({0.97, 0.98, 0.98}, {1.01, 0.9, 0.9});  // 4% behind vector=8
+  const TuneReport report = TuneChainWithThree(backend);
+  const ScheduleDuel* duel = FusedDuel(report);
+  ASSERT_NE(duel, nullptr);
+  EXPECT_TRUE(duel->runner_up.empty());
+  EXPECT_EQ(duel->kept, "vector=8") << duel->decision;
+  for (const MeasureJob& job : backend.seen)
+    if (IsDuel(job)) EXPECT_EQ(job.plans.size(), 2u);
+  const auto json = nlohmann::json::parse(TuneReportToJson(graph_, "chain.relay", report));
+  for (const auto& d : json.at("breakdown").at("schedule_duels"))
+    EXPECT_TRUE(d.at("runner_up").is_null());
+}
+
 // The fused exp+negative kernel (greedy's group) timed `fused_over_unfused` times the two
 // single-op kernels together, in every job.
 struct GroupingBackend : ModelBackend {
@@ -309,6 +407,35 @@ TEST_F(WeightsPackedTwins, AnotherScheduleFasterThanTheTwinBeyondTheFloorIsDuele
   ASSERT_EQ(report.regions[0].plan.size(), 1u);
   const Schedule chosen = report.regions[0].plan[0].schedule;
   EXPECT_EQ(chosen.ToString(), report.duels[0].schedule);
+}
+
+TEST_F(WeightsPackedTwins, ARunnerUpFasterThanTheTwinInPairedRoundsTakesItsPlace) {
+  // Another schedule 1% behind the twin by its candidate figure, 4% ahead of it when paired.
+  TwinBackend backend({1.0, 1.0, 1.0}, 1.01);
+  backend.adjust = [inner = backend.adjust](const MeasureJob& job, const Plan& plan,
+                                            PlanResult& t) {
+    inner(job, plan, t);
+    if (!IsDuel(job)) return;
+    const Graph g = ParseRelay(job.graph_text, "job");
+    t.median_us = 0;
+    for (size_t i = 0; i < plan.groups.size(); ++i) {
+      const Schedule& s = plan.groups[i].schedule;
+      const Schedule def = ScheduleSpace(g, *AnalyzeGroup(g, plan.groups[i].nodes), 1).at(0);
+      if (s.Get("mr", 0) && !(s == def) && !(WeightsPackedTwin(def) == s))
+        t.kernel_us[i] *= 0.96 / 1.01;
+      t.median_us += t.kernel_us[i];
+    }
+  };
+  const TuneReport report = TuneBoundDense(backend, 3);
+  const ScheduleDuel* duel = TwinDuel(report);
+  ASSERT_NE(duel, nullptr);
+  ASSERT_FALSE(duel->runner_up.empty());
+  EXPECT_TRUE(duel->won) << duel->decision;
+  EXPECT_EQ(duel->kept, duel->runner_up) << duel->decision;
+  EXPECT_EQ(duel->decision.rfind(
+                "packs the weights once, kept unless the default or the runner-up wins: ", 0),
+            0u)
+      << duel->decision;
 }
 
 // The searched cover [dense add] [relu] looks `candidate` times cheaper than greedy's one kernel in
