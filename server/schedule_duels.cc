@@ -30,11 +30,11 @@ struct Challenge {
   // denses to the noise of a shared machine in many tunes.
   bool kept_unless_beaten;
   // The fastest other schedule whose figure is within the unpaired noise floor of the
-  // challenger's, timed in the same rounds: one candidate figure cannot tell schedules a few
-  // percent apart. In an encoder's tune FFN 2's twin (kc=512) read 2,814 µs and kc=768 2,769, so
-  // the twin was dueled alone and kept, where kc=768 ran 3-4% faster in 21 paired rounds
-  // (BENCHMARKS.md, "FFN 2's schedules with the weights from memory").
-  std::optional<size_t> runner_up;
+  // challenger's, timed in the same rounds (RunnerUp): one candidate figure cannot tell schedules
+  // a few percent apart. In an encoder's tune FFN 2's twin (kc=512) read 2,814 µs and kc=768
+  // 2,769, so the twin was dueled alone, where matmul_bench had put kc=768 3-4% ahead in 21
+  // paired rounds (BENCHMARKS.md, "Duels with a runner-up": in the model the two were even).
+  std::optional<size_t> runner_up = std::nullopt;
 };
 
 std::optional<size_t> RunnerUp(const GroupWork& gw, size_t challenger) {
@@ -53,7 +53,7 @@ std::optional<size_t> RunnerUp(const GroupWork& gw, size_t challenger) {
 // fastest other schedule unless its median is slower than the default's beyond the unpaired noise
 // floor. A candidate job's single figure, timed beside compiles, put BERT's QKV dense on weights
 // packed once 1% on either side of its default in one tune and 5% ahead in the next.
-std::optional<Challenge> ChallengerAlone(const GroupWork& gw) {
+std::optional<Challenge> Challenger(const GroupWork& gw) {
   if (gw.schedules.size() < 2 || gw.dueled || !std::isfinite(gw.median_us[0])) return std::nullopt;
   const size_t best = gw.best_index();
   if (const std::optional<Schedule> twin = WeightsPackedTwin(gw.schedules[0])) {
@@ -61,19 +61,13 @@ std::optional<Challenge> ChallengerAlone(const GroupWork& gw) {
     const size_t t = it - gw.schedules.begin();
     if (it != gw.schedules.end() && std::isfinite(gw.median_us[t]) &&
         !(best != 0 && best != t && gw.median_us[best] < gw.median_us[t] * (1 - kNoiseFloor)))
-      return Challenge{t, true, std::nullopt};
+      return Challenge{t, true};
   }
-  if (best != 0) return Challenge{best, false, std::nullopt};
+  if (best != 0) return Challenge{best, false};
   const size_t fastest =
       std::min_element(gw.median_us.begin() + 1, gw.median_us.end()) - gw.median_us.begin();
   if (!(gw.median_us[fastest] < gw.median_us[0] * (1 + kNoiseFloor))) return std::nullopt;
-  return Challenge{fastest, false, std::nullopt};
-}
-
-std::optional<Challenge> Challenger(const GroupWork& gw) {
-  std::optional<Challenge> c = ChallengerAlone(gw);
-  if (c) c->runner_up = RunnerUp(gw, c->index);
-  return c;
+  return Challenge{fastest, false};
 }
 
 }  // namespace
@@ -96,8 +90,10 @@ std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
       auto it = plan.groups.find(sig);
       if (it == plan.groups.end() || plan.pruned.count(sig) || !seen.insert(sig).second) continue;
       GroupWork& gw = it->second;
-      if (std::optional<Challenge> c = Challenger(gw))
+      if (std::optional<Challenge> c = Challenger(gw)) {
+        c->runner_up = RunnerUp(gw, c->index);
         entries.push_back({&gw, *c, c->kept_unless_beaten || c->index == gw.best_index()});
+      }
     }
   }
   // Every pick of the unpaired rule and every weights-packed twin, then the heaviest groups first:
