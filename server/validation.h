@@ -98,8 +98,7 @@ struct NoiseDecision {
 
 // The pure rule over `rounds`. same_plan[slot] is the index of the slot's distinct plan (slots
 // with one plan share figures and are one candidate, named by its simplest slot), -1 = no plan.
-// `labels` name the plans in the comparisons; the verdict ("greedy kept") names the slot.
-// `names` name the slots in the verdict.
+// `labels` name the plans in the comparisons; `names` the kept slot in the verdict ("greedy kept").
 NoiseDecision DecideThreeWay(const std::vector<RoundFigures>& rounds, const int same_plan[3],
                              const SlotOrder& order = kSimplestFirst, int max_rounds = kMaxRounds,
                              const SlotLabels& labels = kSlotLabels,
