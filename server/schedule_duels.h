@@ -40,8 +40,8 @@ inline constexpr int kMaxDuels = 6;
 inline constexpr int kDuelPasses = 3;
 
 // Duels the groups of `tuned` (per entry of plan.regions, in `graph`'s ids) and marks each
-// dueled group's winner (GroupWork::dueled: the challenger, the runner-up, or 0 for the default). Returns every
-// duel run, won or not.
+// dueled group's winner (GroupWork::dueled: the challenger, the runner-up, or 0 for the default).
+// Returns every duel run, won or not.
 std::vector<ScheduleDuel> DuelSchedules(const Graph& graph,
                                         const std::vector<std::optional<Plan>>& tuned,
                                         MeasurementPlan& plan, JobRunner& runner);
