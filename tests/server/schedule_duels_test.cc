@@ -67,11 +67,13 @@ struct VectorBackend : ModelBackend {
 
 class ScheduleDuels : public TempStoreTest {
  protected:
-  TuneReport TuneChain(ModelBackend& backend) {
+  // With 2 schedules per group: the default and vector=8, nothing else.
+  TuneReport TuneChain(ModelBackend& backend, int schedules_per_group = 2) {
     db::Database database(path_.string());
     db::Cache store(database);
     TuneOptions options;
-    options.search.schedule_budget = 0;  // the default and vector=8, nothing else
+    options.search.schedule_budget = 0;
+    options.search.schedules_per_group = schedules_per_group;
     return Tune(graph_, options, store, backend);
   }
   Graph graph_ = ParseRelay(kChain, "chain.relay");
@@ -198,14 +200,6 @@ struct ThreeSchedulesBackend : ModelBackend {
 
 class RunnerUps : public ScheduleDuels {
  protected:
-  TuneReport TuneChainWithThree(ModelBackend& backend) {
-    db::Database database(path_.string());
-    db::Cache store(database);
-    TuneOptions options;
-    options.search.schedule_budget = 0;
-    options.search.schedules_per_group = 3;
-    return Tune(graph_, options, store, backend);
-  }
   static const ScheduleDuel* FusedDuel(const TuneReport& report) {
     for (const ScheduleDuel& d : report.duels)
       if (d.ops.size() == 2) return &d;
@@ -216,7 +210,7 @@ class RunnerUps : public ScheduleDuels {
 TEST_F(RunnerUps, ARunnerUpFasterInPairedRoundsIsKeptOverTheChallenger) {
   // By the candidate figures vector=8 leads by 0.5%; paired, the third runs 3% faster than it.
   ThreeSchedulesBackend backend({0.97, 0.98, 0.98}, {0.975, 0.95, 0.95});
-  const TuneReport report = TuneChainWithThree(backend);
+  const TuneReport report = TuneChain(backend, 3);
   const ScheduleDuel* duel = FusedDuel(report);
   ASSERT_NE(duel, nullptr);
   EXPECT_EQ(duel->schedule, "vector=8");
@@ -250,7 +244,7 @@ TEST_F(RunnerUps, ARunnerUpFasterInPairedRoundsIsKeptOverTheChallenger) {
 
 TEST_F(RunnerUps, ARunnerUpOfTheChallengersSpeedLeavesTheChallengerKept) {
   ThreeSchedulesBackend backend({0.97, 0.95, 0.95}, {0.975, 0.95, 0.95});
-  const TuneReport report = TuneChainWithThree(backend);
+  const TuneReport report = TuneChain(backend, 3);
   const ScheduleDuel* duel = FusedDuel(report);
   ASSERT_NE(duel, nullptr);
   EXPECT_FALSE(duel->runner_up.empty());
@@ -261,7 +255,7 @@ TEST_F(RunnerUps, ARunnerUpOfTheChallengersSpeedLeavesTheChallengerKept) {
 
 TEST_F(RunnerUps, ARunnerUpSlowerBeyondTheUnpairedFloorIsNotTimed) {
   ThreeSchedulesBackend backend({0.97, 0.98, 0.98}, {1.01, 0.9, 0.9});  // 4% behind vector=8
-  const TuneReport report = TuneChainWithThree(backend);
+  const TuneReport report = TuneChain(backend, 3);
   const ScheduleDuel* duel = FusedDuel(report);
   ASSERT_NE(duel, nullptr);
   EXPECT_TRUE(duel->runner_up.empty());
@@ -316,9 +310,9 @@ const char* kBoundDense = R"(fn (%x: Tensor[(32, 64), float32], %w: Tensor[(48, 
 })";
 
 // The default's weights-packed twin runs `twin` times the default's time in the candidate jobs,
-// the duels and the validation; any other schedule of the dense `other` times it.
+// the duels and the validation; any other schedule of the dense `other` times it, per phase alike.
 struct TwinBackend : ModelBackend {
-  TwinBackend(std::array<double, 3> twin, double other) {
+  TwinBackend(std::array<double, 3> twin, std::array<double, 3> other) {
     adjust = [=](const MeasureJob& job, const Plan& plan, PlanResult& t) {
       const int phase = IsDuel(job) ? 1 : IsValidation(job) ? 2 : 0;
       const Graph g = ParseRelay(job.graph_text, "job");
@@ -328,7 +322,7 @@ struct TwinBackend : ModelBackend {
         const auto group = AnalyzeGroup(g, plan.groups[i].nodes);
         const Schedule def = ScheduleSpace(g, *group, 1).at(0);
         if (s.Get("mr", 0) && !(s == def))
-          t.kernel_us[i] *= WeightsPackedTwin(def) == s ? twin[phase] : other;
+          t.kernel_us[i] *= WeightsPackedTwin(def) == s ? twin[phase] : other[phase];
         t.median_us += t.kernel_us[i];
       }
       t.repeat = 5;
@@ -356,7 +350,7 @@ class WeightsPackedTwins : public TempStoreTest {
 };
 
 TEST_F(WeightsPackedTwins, ATwinEvenWithTheDefaultIsKeptAndMeasuredEvenWhenNotRankedSecond) {
-  TwinBackend backend({1.0, 1.0, 1.0}, 1.0);
+  TwinBackend backend({1.0, 1.0, 1.0}, {1.0, 1.0, 1.0});
   const TuneReport report = TuneBoundDense(backend);
   const ScheduleDuel* duel = TwinDuel(report);
   ASSERT_NE(duel, nullptr) << "the greedy group's twin is dueled";
@@ -388,7 +382,7 @@ TEST_F(WeightsPackedTwins, ATwinEvenWithTheDefaultIsKeptAndMeasuredEvenWhenNotRa
 }
 
 TEST_F(WeightsPackedTwins, ATwinSlowerInPairedRoundsGivesWayToTheDefault) {
-  TwinBackend backend({1.0, 1.05, 1.0}, 1.0);  // 5% slower in every duel round
+  TwinBackend backend({1.0, 1.05, 1.0}, {1.0, 1.0, 1.0});  // 5% slower in every duel round
   const TuneReport report = TuneBoundDense(backend);
   const ScheduleDuel* duel = TwinDuel(report);
   ASSERT_NE(duel, nullptr);
@@ -399,8 +393,8 @@ TEST_F(WeightsPackedTwins, ATwinSlowerInPairedRoundsGivesWayToTheDefault) {
 }
 
 TEST_F(WeightsPackedTwins, AnotherScheduleFasterThanTheTwinBeyondTheFloorIsDueledInstead) {
-  TwinBackend backend({1.0, 1.0, 1.0}, 0.9);             // other schedules 10% faster everywhere
-  const TuneReport report = TuneBoundDense(backend, 3);  // one more than the default and its twin
+  TwinBackend backend({1.0, 1.0, 1.0}, {0.9, 0.9, 0.9});  // other schedules 10% faster everywhere
+  const TuneReport report = TuneBoundDense(backend, 3);   // one more than the default and its twin
   EXPECT_EQ(TwinDuel(report), nullptr);
   ASSERT_FALSE(report.duels.empty());
   EXPECT_TRUE(report.duels[0].won) << report.duels[0].decision;
@@ -411,21 +405,7 @@ TEST_F(WeightsPackedTwins, AnotherScheduleFasterThanTheTwinBeyondTheFloorIsDuele
 
 TEST_F(WeightsPackedTwins, ARunnerUpFasterThanTheTwinInPairedRoundsTakesItsPlace) {
   // Another schedule 1% behind the twin by its candidate figure, 4% ahead of it when paired.
-  TwinBackend backend({1.0, 1.0, 1.0}, 1.01);
-  backend.adjust = [inner = backend.adjust](const MeasureJob& job, const Plan& plan,
-                                            PlanResult& t) {
-    inner(job, plan, t);
-    if (!IsDuel(job)) return;
-    const Graph g = ParseRelay(job.graph_text, "job");
-    t.median_us = 0;
-    for (size_t i = 0; i < plan.groups.size(); ++i) {
-      const Schedule& s = plan.groups[i].schedule;
-      const Schedule def = ScheduleSpace(g, *AnalyzeGroup(g, plan.groups[i].nodes), 1).at(0);
-      if (s.Get("mr", 0) && !(s == def) && !(WeightsPackedTwin(def) == s))
-        t.kernel_us[i] *= 0.96 / 1.01;
-      t.median_us += t.kernel_us[i];
-    }
-  };
+  TwinBackend backend({1.0, 1.0, 1.0}, {1.01, 0.96, 1.01});
   const TuneReport report = TuneBoundDense(backend, 3);
   const ScheduleDuel* duel = TwinDuel(report);
   ASSERT_NE(duel, nullptr);
