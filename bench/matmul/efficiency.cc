@@ -243,24 +243,36 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
       PeakRun peak{peak_kernel.get(), t};
       peak.iters = std::max<int64_t>(
           1000, static_cast<int64_t>(shape.Flops() / t / peak_kernel->FlopsPerIter()));
-      std::vector<std::unique_ptr<PlanRunner>> plans;
-      plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
-      plans.back()->Add(jit, shape.Nodes(), t);
-      std::vector<Candidate> cands{PeakCandidate(&peak), Ours("ours default", t, plans[0].get())};
       // B is a weight in the denses (what the model's initialisers are), an activation in the
       // batch matmuls.
       const bool weights = shape.batch == 1 && shape.transpose_b;
+      const int layers = weights ? std::max(options.layers, 1) : 1;
+      std::vector<std::unique_ptr<PlanRunner>> plans;
+      std::vector<Tensor> weight_copies;  // one set for every candidate (a sweep has ~100)
+      auto add_plan = [&](const Schedule& s, bool rotate = true) {
+        plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
+        if (layers > 1 && weight_copies.empty())
+          weight_copies = PlanRunner::Copies(plans.back()->value("y"), layers - 1);
+        if (layers > 1 && rotate) plans.back()->RotateValue("y", weight_copies);
+        plans.back()->Add(jit, shape.Nodes(), t, s);
+        return plans.back().get();
+      };
+      std::vector<Candidate> cands{PeakCandidate(&peak), Ours("ours default", t, add_plan({}))};
       int wpack_at = -1;
       if (weights) {
         Schedule wpack;
         wpack.Set("wpack", 1);
-        plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
-        plans.back()->Add(jit, shape.Nodes(), t, wpack);
         wpack_at = static_cast<int>(cands.size());
-        cands.push_back(Ours("ours wpack", t, plans.back().get()));
+        cands.push_back(Ours("ours wpack", t, add_plan(wpack)));
+        // What the rotation costs, in the same rounds: the same kernel on one copy, warm.
+        if (layers > 1 && sweep)
+          cands.push_back(Ours("ours wpack, warm", t, add_plan(wpack, false)));
       }
       PlanRunner& p = *plans[0];
-      const float *x = p.value("x").as<float>(), *y = p.value("y").as<float>();
+      const float* x = p.value("x").as<float>();
+      // The peers read the same copies of the weights in the same turn.
+      std::vector<const float*> ys;
+      for (int c = 0; c < layers; ++c) ys.push_back(p.value("y", c).as<float>());
       float* out = p.value("0").as<float>();
       const int64_t b = shape.batch, m = shape.m, n = shape.n, k = shape.k;
       const bool nt = shape.transpose_b;
@@ -268,7 +280,9 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
       if (blas.available() && !shape.gelu) {  // the peers' sgemm has no epilogue
         openblas_at = static_cast<int>(cands.size());
         cands.push_back({"openblas", [&blas, t] { blas.SetThreads(t); },
-                         [=, &blas] {
+                         [=, &blas, at = size_t{0}]() mutable {
+                           const float* y = ys[at];
+                           at = (at + 1) % ys.size();
                            for (int64_t i = 0; i < b; ++i) {
                              const float *a = x + i * m * k, *w = y + i * n * k;
                              if (nt) {
@@ -282,7 +296,9 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
 #ifdef FUSETUNE_HAVE_DNNL
       onednn_at = static_cast<int>(cands.size());
       cands.push_back({"onednn", [t] { omp_set_num_threads(t); },
-                       [=] {
+                       [=, at = size_t{0}]() mutable {
+                         const float* y = ys[at];
+                         at = (at + 1) % ys.size();
                          for (int64_t i = 0; i < b; ++i)
                            dnnl_sgemm('N', nt ? 'T' : 'N', m, n, k, 1.0f, x + i * m * k, k,
                                       y + i * n * k, nt ? k : n, 0.0f, out + i * m * n, n);
@@ -299,9 +315,7 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
         for (const Schedule& s : schedules) {
           // An activation B (the batch matmuls) is never packed ahead: skip wpack there.
           if (!weights && s.Get("wpack", 0) == 1) continue;
-          plans.push_back(std::make_unique<PlanRunner>(shape.Relay()));
-          plans.back()->Add(jit, shape.Nodes(), t, s);
-          cands.push_back(Ours(s.ToString(), t, plans.back().get()));
+          cands.push_back(Ours(s.ToString(), t, add_plan(s)));
         }
       }
       const int rounds = options.rounds > 0 ? options.rounds : sweep ? 5 : 9;

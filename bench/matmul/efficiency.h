@@ -30,6 +30,10 @@ struct GemmOptions {
   // Caches evicted before every timed call (one call a sample): the weights come from memory, as
   // in a whole model, where a layer's weights were last read a layer ago.
   bool cold = false;
+  // Calls of a dense read the next of this many copies of its weights in turn (PlanRunner::
+  // CopyValue): beyond the last-level cache, the weights of every call come from memory, as in a
+  // model of that many layers, while A stays warm. 1: one copy, warm.
+  int layers = 1;
   int rounds = 0;  // 0: the default (9; 5 with a sweep)
 };
 

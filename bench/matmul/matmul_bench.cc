@@ -312,6 +312,9 @@ Options (gemm unless said):
                         round: on a shared machine the closest to an undisturbed core
   --cold                caches evicted before every timed call (one call per round), so the
                         weights come from memory as in a whole model (TVM's cache flush)
+  --layers N            a dense's calls read the next of N copies of its weights in turn (the
+                        peers' too), as a model of N layers does: with N copies beyond the
+                        last-level cache every call's weights come from memory, A stays warm
   --rounds N            rounds per candidate (default 9; 5 with --sweep or --schedule)
   --openblas-coretype NAME   OPENBLAS_CORETYPE for OpenBLAS ('' keeps the environment's)
   --help                this text
@@ -378,6 +381,9 @@ int main(int argc, char** argv) {
       gemm.use_min = stat == "min";
     } else if (std::strcmp(argv[i], "--cold") == 0) {
       gemm.cold = true;
+    } else if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) {
+      gemm.layers = std::atoi(argv[++i]);
+      if (gemm.layers < 1) return Usage("--layers takes a count of weight copies, e.g. 12");
     } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       gemm.rounds = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
