@@ -121,7 +121,7 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
   t.kc = std::min(s.Get("kc", DefaultKc(l.k)), l.k);
   if (s.Get("pf", 0) > 64) throw UserError("matmul schedule: pf (k rows ahead) must be at most 64");
   t.pf = static_cast<int>(s.Get("pf", 0));
-  if (s.Get("pb", 1) > 1) throw UserError("matmul schedule: pb must be 0 or 1");
+  if (s.Get("pb", 1) > 2) throw UserError("matmul schedule: pb must be 0, 1 or 2");
   t.pb = static_cast<int>(s.Get("pb", 1));
   if (s.Get("wpack", 0) > 1) throw UserError("matmul schedule: wpack must be 0 or 1");
   t.wpack = static_cast<int>(s.Get("wpack", 0));
@@ -144,7 +144,7 @@ static Schedule ToSchedule(const MatmulTiling& t) {
   // Spelled only when not the default, so the schedules recorded before these knobs existed keep
   // their names.
   if (t.pf > 0) s.Set("pf", t.pf);
-  if (t.pb == 0) s.Set("pb", 0);
+  if (t.pb != 1) s.Set("pb", t.pb);
   if (t.wpack) s.Set("wpack", 1);
   return s;  // "l2" only chose nc, which is spelled
 }
@@ -153,6 +153,13 @@ std::optional<Schedule> WeightsPackedTwin(const Schedule& s) {
   if (s.Get("wpack", 0)) return std::nullopt;
   Schedule twin = s;
   twin.Set("wpack", 1);
+  return twin;
+}
+
+std::optional<Schedule> StreamedTwin(const Schedule& s) {
+  if (s.Get("wpack", 0) != 1 || s.Get("pb", 1) != 1) return std::nullopt;
+  Schedule twin = s;
+  twin.Set("pb", 2);
   return twin;
 }
 
@@ -166,7 +173,7 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
   policy.Set("ku", was.ku);
   policy.Set("loop", was.loop);
   if (was.pf > 0) policy.Set("pf", was.pf);
-  if (was.pb == 0) policy.Set("pb", 0);
+  if (was.pb != 1) policy.Set("pb", was.pb);
   if (was.wpack) policy.Set("wpack", 1);
   if (was.kc != DefaultKc(from.k)) policy.Set("kc", was.kc);
   // Which budget chose the blocks: the L1 one, the L2 one, or neither (then keep their sizes).

@@ -18,7 +18,10 @@
 //           the tiles find it there (any k blocks: the next k block of the task, else the next
 //           task's first; ku > 1). Otherwise no effect. Default 1 (+4-7% on BERT's QKV and FFN 1
 //           at M = 128 on Zen 5; on FFN 2, K = 3072 in six k blocks, +6-8 points of the FMA peak
-//           with wpack, +3-5 packed in the call); spelled only as pb=0
+//           with wpack, +3-5 packed in the call). 2: two lines an iteration, so the stream reaches
+//           the block's end sooner: with the weights from DRAM (a whole model's) +2-7% on BERT's
+//           denses, with them in the last-level cache 1-3% slower on three of the four
+//           (BENCHMARKS.md, "Weights streamed further ahead"); spelled only when not 1
 //   wpack   1: B (the weights) is read from a copy packed in the kernel's panel layout once, when
 //           the kernel is bound to its inputs (CompiledKernel::Bind), not packed inside every
 //           call, as ONNX Runtime and oneDNN pack constant weights at session creation. Offered
@@ -74,6 +77,12 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
 // same order, with B's packing moved from every call to bind time. It is in the space of a group
 // whose B is constant when `s` is; none for a schedule already on wpack.
 std::optional<Schedule> WeightsPackedTwin(const Schedule& s);
+
+// `s` streaming the next B block at pb=2 where it reads weights packed once (wpack=1) at the
+// default pb=1, no other knob changed: the same arithmetic, its weights' stream further ahead, for
+// where they come from DRAM. Not in any group's schedule space: a group timed alone finds its
+// weights in cache, so only the whole graph's timing can choose it (server/streamed_weights.h).
+std::optional<Schedule> StreamedTwin(const Schedule& s);
 
 // The bounded schedule space of one problem at a thread count; the first entry is the default.
 // Every entry spells all its knobs, so a recorded measurement names exactly what ran. With

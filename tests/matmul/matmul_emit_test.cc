@@ -149,12 +149,13 @@ TEST(MatmulEmit, PrefetchKnobOddSizesKBlocksAndThreads) {
   }
 }
 
-// pb streams the next task's B block from inside the tiles: on and off, both loop orders, m and
-// n tails, batches, several tasks per thread (small nc and mc), 1 and 2 threads.
+// pb streams the next task's B block from inside the tiles: off, one and two lines an iteration,
+// both loop orders, m and n tails, batches, several tasks per thread (small nc and mc), 1 and 2
+// threads.
 TEST(MatmulEmit, NextBlockPrefetchOnAndOff) {
   for (MatmulLayout l : {Layout(3, 37, 70, 45, false, true), Layout(1, 13, 129, 65, false, true),
                          Layout(2, 20, 50, 33, true, false)}) {
-    for (int pb : {0, 1}) {
+    for (int pb : {0, 1, 2}) {
       for (int loop : {0, 1}) {
         for (auto [mc, nc] : {std::pair{0, 0}, {8, 32}}) {
           Schedule s;
@@ -172,7 +173,7 @@ TEST(MatmulEmit, NextBlockPrefetchOnAndOff) {
   }
 }
 
-TEST(MatmulSchedule, NextBlockPrefetchDefaultsOnAndIsSpelledOnlyOff) {
+TEST(MatmulSchedule, NextBlockPrefetchDefaultsOnAndIsSpelledOnlyWhenNotOne) {
   MatmulLayout l = Layout(1, 128, 768, 768, false, true);
   EXPECT_EQ(ResolveMatmulTiling(l, {}, 1).pb, 1);
   EXPECT_EQ(ResolveMatmulTiling(l, Schedule::Parse("pb=0"), 1).pb, 0);
@@ -182,7 +183,19 @@ TEST(MatmulSchedule, NextBlockPrefetchDefaultsOnAndIsSpelledOnlyOff) {
   MatmulLayout to = Layout(1, 64, 3072, 768, false, true);
   EXPECT_EQ(AdaptMatmulSchedule(l, Schedule::Parse("pb=0"), to, 1).Get("pb", 1), 0);
   EXPECT_EQ(AdaptMatmulSchedule(l, Schedule::Parse("mr=8,nr=32"), to, 1).Get("pb", 1), 1);
-  EXPECT_THROW(ResolveMatmulTiling(l, Schedule::Parse("pb=2"), 1), UserError);
+  EXPECT_EQ(AdaptMatmulSchedule(l, Schedule::Parse("pb=2,wpack=1"), to, 1).Get("pb", 1), 2);
+  EXPECT_EQ(ResolveMatmulTiling(l, Schedule::Parse("pb=2"), 1).pb, 2);
+  EXPECT_THROW(ResolveMatmulTiling(l, Schedule::Parse("pb=3"), 1), UserError);
+}
+
+// The whole graph's twin (server/streamed_weights.h): only a schedule on weights packed once and
+// the default stream changes, and only its pb.
+TEST(MatmulSchedule, StreamedTwinIsPb2OnWeightsPackedOnceOnly) {
+  EXPECT_EQ(StreamedTwin(Schedule::Parse("mr=4,nr=64,wpack=1"))->ToString(),
+            "mr=4,nr=64,pb=2,wpack=1");
+  EXPECT_FALSE(StreamedTwin(Schedule::Parse("mr=4,nr=64")).has_value());
+  EXPECT_FALSE(StreamedTwin(Schedule::Parse("pb=0,wpack=1")).has_value());
+  EXPECT_FALSE(StreamedTwin(Schedule::Parse("pb=2,wpack=1")).has_value());
 }
 
 TEST(MatmulSchedule, PrefetchKnobIsResolvedSpelledAndChecked) {

@@ -2,7 +2,7 @@
 // the task, else the next task's first) or, packed in the call from a [n][k] B, the same block's
 // rows where B lies, while they compute. Checked against the reference interpreter at odd sizes
 // (ragged m, n and k blocks), both loop orders, small and default cache blocks, batched and [k][n]
-// weights, pb on and off, wpack on and off, bound and unbound, at 1 and 2 threads; and the
+// weights, pb off, 1 and 2, wpack on and off, bound and unbound, at 1 and 2 threads; and the
 // prefetch is really emitted where it should be, and only there.
 #include <gtest/gtest.h>
 
@@ -55,7 +55,7 @@ TEST(WpackKBlocks, NextBlockStreamedAgreesWithReference) {
   for (const Case& c : cases) {
     Graph graph = WeightedProduct(c.batch, c.m, c.n, c.k, false, c.transpose_b);
     const FusedGroup group = WholeGroup(graph);
-    for (int pb : {0, 1})
+    for (int pb : {0, 1, 2})
       for (int wpack : {0, 1})
         for (int loop : {0, 1})
           for (auto [mr, nr, kc, mc, nc] : {std::tuple{4, 64, 64, 0, 0},
@@ -106,6 +106,16 @@ TEST(WpackKBlocks, StreamIsEmittedOnlyWithPb) {
   EXPECT_EQ(assembly("kc=512,wpack=1,pb=0").find("prefetcht1"), std::string::npos);
   EXPECT_NE(assembly("kc=512").find("prefetcht1"), std::string::npos);
   EXPECT_EQ(assembly("kc=512,pb=0").find("prefetcht1"), std::string::npos);
+  // pb=2: two lines an iteration, twice the stream's prefetches in the k loop.
+  auto count = [&](const std::string& schedule) {
+    const std::string text = assembly(schedule);
+    int n = 0;
+    for (size_t at = text.find("prefetcht1"); at != std::string::npos;
+         at = text.find("prefetcht1", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("kc=512,wpack=1,pb=2"), 2 * count("kc=512,wpack=1"));
 }
 
 TEST(WpackKBlocks, SpaceOffersALongerKBlockForLargeK) {

@@ -136,18 +136,23 @@ Function* Emitter::EmitTile(const TileShape& s) {
     b.SetInsertPoint(body);
     std::vector<Value*> acc(acc_phi.begin(), acc_phi.end());
     if (prefetch_next_ && steps > 1) {
-      // One 64-byte line of the next B block per iteration: spread over the tile's FMAs, so the
-      // stream from memory never bursts (a burst of prefetches stalls the tile's own loads).
-      Value* offset = b.CreateMul(k, I64(kLanes / steps));
-      if (stream_row_stride_) {
-        // A strided block: the tile's share is whole rows of kc floats, stream_row_stride_ apart.
-        Value* r = b.CreateUDiv(offset, I64(t_.kc));
-        offset = b.CreateAdd(b.CreateMul(r, I64(stream_row_stride_)),
-                             b.CreateSub(offset, b.CreateMul(r, I64(t_.kc))));
+      // pb 64-byte lines of the next B block per iteration: spread over the tile's FMAs, so the
+      // stream from memory never bursts (a burst of prefetches stalls the tile's own loads). At
+      // pb=2 the tile's stream reaches twice as far, so the block's last lines arrive earlier
+      // before its first use: the margin weights from DRAM need (BENCHMARKS.md, --layers).
+      for (int line = 0; line < t_.pb; ++line) {
+        Value* offset =
+            b.CreateAdd(b.CreateMul(k, I64(kLanes / steps * t_.pb)), I64(line * kLanes));
+        if (stream_row_stride_) {
+          // A strided block: the tile's share is whole rows of kc floats, stream_row_stride_ apart.
+          Value* r = b.CreateUDiv(offset, I64(t_.kc));
+          offset = b.CreateAdd(b.CreateMul(r, I64(stream_row_stride_)),
+                               b.CreateSub(offset, b.CreateMul(r, I64(t_.kc))));
+        }
+        b.CreateIntrinsic(
+            llvm::Intrinsic::prefetch, {ptr_},
+            {b.CreateGEP(f32_, pfp, offset), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
       }
-      b.CreateIntrinsic(
-          llvm::Intrinsic::prefetch, {ptr_},
-          {b.CreateGEP(f32_, pfp, offset), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
     }
     for (int u = 0; u < steps; ++u) {
       Value* ku = b.CreateAdd(k, I64(u));
