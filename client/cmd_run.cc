@@ -1,8 +1,9 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
-// [--inputs DIR] [--outputs DIR] [--repeat N] [--in-sequence] [--json] [--dim NAME=SIZE]`: compile
-// every group of the plan, run the graph as that sequence of kernels, time each kernel and the
-// whole, and compare the outputs with the reference interpreter. Its options; the work is
-// client/run_graph.cc, in `fusetune-codegen` (client/codegen_commands.h).
+// [--inputs DIR] [--outputs DIR] [--repeat N] [--in-sequence] [--against PLAN [--rounds N]]
+// [--json]
+// [--dim NAME=SIZE]`: compile every group of the plan, run the graph as that sequence of kernels,
+// time each kernel and the whole, and compare the outputs with the reference interpreter. Its
+// options; the work is client/run_graph.cc, in `fusetune-codegen` (client/codegen_commands.h).
 #include <memory>
 
 #include "client/codegen_commands.h"
@@ -34,6 +35,12 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_flag("--in-sequence", options->in_sequence,
                 "per-kernel figures read between the kernels of the whole plan's own repeats (what "
                 "each costs after the one before it) instead of each kernel timed alone");
+  cmd->add_option("--against", options->against,
+                  "a second plan (unfused, greedy, tuned or a plan JSON file), checked like "
+                  "--plan and timed against it in paired rounds in this process, alternating which "
+                  "runs first: the ratio of every round, their median and a sign test");
+  cmd->add_option("--rounds", options->rounds, "paired rounds with --against")
+      ->capture_default_str();
   cmd->add_flag("--json", options->json, "print the result as JSON");
   AddDimFlag(cmd, options->dims, /*several=*/false);
   AddParamsFlag(cmd, options->params_dir);

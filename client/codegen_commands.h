@@ -23,6 +23,8 @@ struct RunOptions {
   std::string params_dir;
   bool exact = false;
   bool in_sequence = false;  // per-kernel figures from the whole plan's repeats, not alone
+  std::string against;       // a second plan, timed against --plan in paired rounds
+  int rounds = 5;            // paired rounds with --against
 };
 
 struct KernelOptions {

@@ -1,13 +1,15 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
-// [--inputs DIR] [--outputs DIR] [--repeat N] [--json] [--dim NAME=SIZE]`: compile every group of
-// the plan, run the graph as that sequence of kernels, time each kernel and the whole, and compare
-// the outputs with the reference interpreter. The work, in `fusetune-codegen`; the options are
-// registered by client/cmd_run.cc.
+// [--inputs DIR] [--outputs DIR] [--repeat N] [--against PLAN [--rounds N]] [--json]
+// [--dim NAME=SIZE]`: compile every group of the plan, run the graph as that sequence of kernels,
+// time each kernel and the whole, and compare the outputs with the reference interpreter; with
+// --against, time a second plan against it in paired rounds in the same process. The work, in
+// `fusetune-codegen`; the options are registered by client/cmd_run.cc.
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -25,6 +27,7 @@
 #include "ir/plan.h"
 #include "ir/text/relay_printer.h"
 #include "server/tuner.h"
+#include "server/validation.h"
 #include "worker/codegen/jit.h"
 #include "worker/codegen/runtime/thread_pool.h"
 #include "worker/executor.h"
@@ -68,16 +71,16 @@ Plan TunedPlan(const Graph& graph, const RunOptions& o, const DimBinding& bindin
   return report.tuned_plan;
 }
 
-Plan LoadPlan(const Graph& graph, const RunOptions& o, const DimBinding& binding,
-              Transfers* transfers) {
-  const std::string& spec = o.plan;
+// `spec`: --plan's or --against's value.
+Plan LoadPlan(const Graph& graph, const std::string& spec, const RunOptions& o,
+              const DimBinding& binding, Transfers* transfers) {
   if (spec == "unfused") return UnfusedPlan(graph);
   if (spec == "greedy") return GreedyPlan(graph);
   if (spec == "tuned") return TunedPlan(graph, o, binding, transfers);
   std::ifstream in(spec);
   if (!in)
-    throw UserError(
-        fmt::format("--plan '{}' is not unfused, greedy, tuned or a readable plan file", spec));
+    throw UserError(fmt::format("{} '{}' is not unfused, greedy, tuned or a readable plan file",
+                                spec == o.plan ? "--plan" : "--against", spec));
   std::stringstream text;
   text << in.rdbuf();
   return PlanFromJson(graph, text.str(), spec);
@@ -125,6 +128,59 @@ struct StartUp {
   }
 };
 
+// --against: the second plan, checked like the first, and both timed in paired rounds.
+struct PairedRounds {
+  Plan plan;
+  int kernels = 0;
+  double max_abs_error = 0;
+  std::vector<double> plan_us, against_us;  // per round, the median of its repeats
+  int plan_faster = 0;                      // rounds the --plan ran faster in
+  double ratio_median = 0;                  // of plan_us / against_us, round by round
+  double sign_test_p = 1;                   // one-sided, for whichever plan won more rounds
+};
+
+PairedRounds TimeAgainst(const Graph& graph, const RunOptions& o, const DimBinding& binding,
+                         const std::vector<Tensor>& inputs, const std::vector<Tensor>& reference,
+                         PlanExecutor& first, codegen::Jit& jit, int compile_threads) {
+  PairedRounds out;
+  Transfers transfers;
+  out.plan = LoadPlan(graph, o.against, o, binding, &transfers);
+  PlanExecutor second(graph, out.plan, jit, o.threads, /*kernels=*/nullptr, compile_threads);
+  out.kernels = second.num_kernels();
+  second.SetInputs(inputs);
+  second.Run();
+  const OutputComparison check = CheckOutputs(second.Outputs(), reference, [&] {
+    return RoundingSpread(InterpretPerturbed(graph, inputs, /*seed=*/1), reference);
+  });
+  out.max_abs_error = check.max_abs_error;
+  if (!check.ok())
+    throw std::runtime_error(fmt::format(
+        "--against {}: disagrees with the reference interpreter (max |error| {:.3g}, {:.3g} "
+        "allowed): not timed",
+        o.against, check.max_abs_error, check.allowed));
+  TimingOptions timing;
+  timing.repeat = o.repeat;
+  runtime::SetNumThreads(o.threads);
+  std::vector<double> ratios;
+  for (int r = 0; r < o.rounds; ++r) {
+    // Which goes first alternates: the load of a shared machine moves in levels that last
+    // minutes, and a plan that always ran second would find the caches as the other left them.
+    double us[2];
+    for (int i = 0; i < 2; ++i) {
+      const bool plan_now = (i == 0) == (r % 2 == 0);
+      PlanExecutor& e = plan_now ? first : second;
+      us[plan_now ? 0 : 1] = TimeCalls([&] { e.Run(); }, timing).median_us;
+    }
+    out.plan_us.push_back(us[0]);
+    out.against_us.push_back(us[1]);
+    ratios.push_back(us[0] / us[1]);
+    if (us[0] < us[1]) ++out.plan_faster;
+  }
+  out.ratio_median = Median(ratios);
+  out.sign_test_p = SignTestP(std::max(out.plan_faster, o.rounds - out.plan_faster), o.rounds);
+  return out;
+}
+
 }  // namespace
 
 void RunGraph(const RunOptions& o) {
@@ -133,11 +189,12 @@ void RunGraph(const RunOptions& o) {
   Graph graph = GraphSource(o.graph_path, {}, o.params_dir).Bind(binding);
   startup.load_ms = startup.Lap();
   Transfers transfers;
-  Plan plan = LoadPlan(graph, o, binding, &transfers);
+  Plan plan = LoadPlan(graph, o.plan, o, binding, &transfers);
   if (o.threads < 1 || o.threads > runtime::MaxThreads()) {
     throw UserError(fmt::format("--threads {} is outside 1..{}", o.threads, runtime::MaxThreads()));
   }
   if (o.repeat < 1) throw UserError("--repeat must be at least 1");
+  if (!o.against.empty() && o.rounds < 1) throw UserError("--rounds must be at least 1");
   std::vector<Tensor> inputs = LoadInputs(graph, o.inputs_dir);
   startup.plan_ms = startup.Lap();
 
@@ -170,6 +227,9 @@ void RunGraph(const RunOptions& o) {
   PlanProfile measured =
       executor.Measure(timing, o.in_sequence ? PlanExecutor::KernelTimes::kInSequence
                                              : PlanExecutor::KernelTimes::kSeparately);
+  std::optional<PairedRounds> paired;
+  if (!o.against.empty())
+    paired = TimeAgainst(graph, o, binding, inputs, reference, executor, jit, compile_threads);
 
   if (!o.outputs_dir.empty()) {
     std::filesystem::create_directories(o.outputs_dir);
@@ -221,6 +281,18 @@ void RunGraph(const RunOptions& o) {
       out["checked_against_reference"] = true;
     }
     if (!binding.empty()) out["dims"] = binding;
+    if (paired) {
+      nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+      for (size_t r = 0; r < paired->plan_us.size(); ++r)
+        rounds.push_back({{"plan_us", paired->plan_us[r]}, {"against_us", paired->against_us[r]}});
+      out["against"] = {{"plan", paired->plan.name},
+                        {"kernels", paired->kernels},
+                        {"max_abs_error", paired->max_abs_error},
+                        {"rounds", rounds},
+                        {"ratio_median", paired->ratio_median},
+                        {"plan_faster_rounds", paired->plan_faster},
+                        {"sign_test_p", paired->sign_test_p}};
+    }
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -259,6 +331,21 @@ void RunGraph(const RunOptions& o) {
       executor.num_compiled(), executor.num_compiled() == 1 ? "" : "s", executor.num_kernels(),
       executor.num_kernels() == 1 ? "" : "s", compile_threads, compile_threads == 1 ? "" : "s",
       startup.bind_ms, startup.first_run_ms);
+  if (paired) {
+    std::cout << fmt::format(
+        "\nagainst  {} ({} kernels), max_abs_error {:.3g}: {} paired rounds of {} repeats, "
+        "alternating which runs first\n{:>5}  {:>12}  {:>12}  {:>14}\n",
+        paired->plan.name, paired->kernels, paired->max_abs_error, o.rounds, o.repeat, "round",
+        "plan us", "against us", "plan / against");
+    for (size_t r = 0; r < paired->plan_us.size(); ++r)
+      std::cout << fmt::format("{:>5}  {:>12.2f}  {:>12.2f}  {:>14.3f}\n", r + 1,
+                               paired->plan_us[r], paired->against_us[r],
+                               paired->plan_us[r] / paired->against_us[r]);
+    std::cout << fmt::format(
+        "plan / against {:.3f} (median of the rounds); plan faster in {} of {} rounds (one-sided "
+        "sign test for the side that won more: p = {:.3f})\n",
+        paired->ratio_median, paired->plan_faster, o.rounds, paired->sign_test_p);
+  }
   for (const std::string& from : transfers)
     std::cout << fmt::format(
         "transferred, not measured at this size: a region's plan tuned at {}; checked against "

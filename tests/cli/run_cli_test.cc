@@ -1,5 +1,6 @@
 // `fusetune run --in-sequence`: the per-kernel figures of a plan read between its kernels during
-// the whole's own repeats, instead of each kernel timed alone.
+// the whole's own repeats, instead of each kernel timed alone. `run --against`: a second plan
+// checked and timed against the first in paired rounds.
 #include <algorithm>
 #include <vector>
 
@@ -13,14 +14,16 @@ namespace {
 
 using testing::RunFusetune;
 
-TEST(RunCli, InSequenceKernelFiguresAddUpToTheWhole) {
-  const std::string graph = testing::WriteTempFile("in_sequence.relay", R"(
+const char* kDenseSoftmaxDense = R"(
 fn (%x: Tensor[(64, 256), float32], %w: Tensor[(256, 256), float32], %v: Tensor[(64, 256), float32]) {
   %0 = nn.dense(%x, %w, units=256);
   %1 = multiply(%0, 2f);
   %2 = nn.softmax(%1, axis=-1);
   nn.dense(%2, %v, units=64)
-})");
+})";
+
+TEST(RunCli, InSequenceKernelFiguresAddUpToTheWhole) {
+  const std::string graph = testing::WriteTempFile("in_sequence.relay", kDenseSoftmaxDense);
   auto seq = RunFusetune("run --json --repeat 5 --plan unfused --in-sequence " + graph);
   ASSERT_EQ(seq.exit_code, 0) << seq.err;
   const nlohmann::json j = nlohmann::json::parse(seq.out);
@@ -57,6 +60,51 @@ fn (%x: Tensor[(64, 256), float32], %w: Tensor[(256, 256), float32], %v: Tensor[
   auto text = RunFusetune("run --repeat 1 --plan unfused --in-sequence " + graph);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("in sequence us"), std::string::npos) << text.out;
+}
+
+TEST(RunCli, AgainstTimesASecondPlanInPairedRounds) {
+  const std::string graph = testing::WriteTempFile("against.relay", kDenseSoftmaxDense);
+  auto run =
+      RunFusetune("run --json --repeat 2 --plan greedy --against unfused --rounds 3 " + graph);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  const nlohmann::json& a = j.at("against");
+  EXPECT_EQ(a["plan"], "unfused");
+  EXPECT_EQ(a["kernels"], 4) << "one kernel per op";
+  EXPECT_LE(a["max_abs_error"].get<double>(), 1e-4 * j["max_output_magnitude"].get<double>());
+  ASSERT_EQ(a["rounds"].size(), 3u);
+  std::vector<double> ratios;
+  int faster = 0;
+  for (const auto& r : a["rounds"]) {
+    const double plan = r["plan_us"].get<double>(), against = r["against_us"].get<double>();
+    EXPECT_GT(plan, 0.0);
+    EXPECT_GT(against, 0.0);
+    ratios.push_back(plan / against);
+    faster += plan < against;
+  }
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_DOUBLE_EQ(a["ratio_median"].get<double>(), ratios[1]);
+  EXPECT_EQ(a["plan_faster_rounds"], faster);
+  // One-sided for whichever side won more of 3: 2 of 3 (p = 0.5) or 3 of 3 (p = 0.125).
+  EXPECT_DOUBLE_EQ(a["sign_test_p"].get<double>(), faster == 0 || faster == 3 ? 0.125 : 0.5);
+
+  auto text = RunFusetune("run --repeat 1 --plan greedy --against greedy --rounds 1 " + graph);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("plan / against"), std::string::npos) << text.out;
+}
+
+TEST(RunCli, AgainstNamesWhatIsWrongWithIt) {
+  const std::string graph = testing::WriteTempFile("against_bad.relay", kDenseSoftmaxDense);
+  auto missing = RunFusetune("run --plan greedy --against /nonexistent/plan.json " + graph);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find(
+                "--against '/nonexistent/plan.json' is not unfused, greedy, tuned or a readable "
+                "plan file"),
+            std::string::npos)
+      << missing.err;
+  auto rounds = RunFusetune("run --plan greedy --against unfused --rounds 0 " + graph);
+  EXPECT_NE(rounds.exit_code, 0);
+  EXPECT_NE(rounds.err.find("--rounds must be at least 1"), std::string::npos) << rounds.err;
 }
 
 }  // namespace
