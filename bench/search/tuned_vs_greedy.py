@@ -2,8 +2,9 @@
 """Tuned against greedy (TVM's rules, default schedules) on the example graphs and on transformer
 blocks at S = 64 ... 512: issue 13's first target.
 
-Each case is tuned cold into a store of its own, then `fusetune run --plan tuned` and `--plan greedy`
-are re-timed in paired rounds, alternating which goes first. A case's figure is the median of the
+Each case is tuned cold into a store of its own, then `fusetune run --plan tuned --against greedy`
+re-times both in paired rounds in one process, alternating which goes first (--separate-processes:
+a `run` process per plan and round, as before `--against` existed). A case's figure is the median of the
 per-round ratios greedy / tuned (above 1: the tuned plan is faster), with the spread of those ratios;
 the summary is their geometric mean. "what differs" names what the tuned plan changed: groups
 unlike greedy's, and schedules unlike the defaults (from `tune --json`); "kept" is the plan the tune
@@ -89,7 +90,19 @@ def measure(args, case):
         tune_s = time.monotonic() - start
         ratios, times = [], {"tuned": [], "greedy": []}
         groups = {}
-        for r in range(args.rounds):
+        if not args.separate_processes:
+            # Both plans in one process, paired round by round (`run --against`).
+            res = run_json([args.fusetune, "run", "--json", "--plan", "tuned", "--against",
+                            "greedy", "--rounds", str(args.rounds), "--repeat", str(args.repeat),
+                            graph] + common)
+            groups["tuned"] = res["groups"]
+            for r in res["against"]["rounds"]:
+                ratios.append(r["against_us"] / r["plan_us"])
+                times["tuned"].append(r["plan_us"])
+                times["greedy"].append(r["against_us"])
+            groups["greedy"] = run_json([args.fusetune, "run", "--json", "--plan", "greedy",
+                                         "--repeat", "1", graph] + common)["groups"]
+        for r in range(args.rounds if args.separate_processes else 0):
             order = ["tuned", "greedy"] if r % 2 == 0 else ["greedy", "tuned"]
             got = {}
             for plan in order:
@@ -129,6 +142,9 @@ def main():
                     help="GRAPH or GRAPH@NAME=SIZE (a dynamic graph bound to one size)")
     ap.add_argument("--bind-weights", action="store_true",
                     help="bind each case's weights (`--params`) to random values")
+    ap.add_argument("--separate-processes", action="store_true",
+                    help="time each plan in a `run` process of its own per round (the method "
+                         "before `run --against`; two processes of one plan read up to 3%% apart)")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
 
