@@ -13,6 +13,15 @@ namespace {
 inline constexpr SlotLabels kStreamedLabels = {"tuned", "weights streamed further ahead", ""};
 inline constexpr SlotLabels kStreamedNames = {"tuned", "streamed", ""};
 
+// The graph's weights: what its constants and the parameters carrying data hold.
+int64_t WeightBytes(const Graph& graph) {
+  int64_t bytes = 0;
+  for (const Value& v : graph.values())
+    if ((v.kind == ValueKind::kConst || v.kind == ValueKind::kParam) && v.data)
+      bytes += v.type.NumBytes();
+  return bytes;
+}
+
 }  // namespace
 
 std::optional<Plan> StreamedPlan(const Plan& plan) {
@@ -32,7 +41,7 @@ std::optional<Plan> StreamedPlan(const Plan& plan) {
 void DuelStreamedWeights(const RequestPolicy& policy, const std::vector<TuneRegion>& regions,
                          const WholeGraphTiming& whole, const std::vector<RegionWinner>& winners,
                          JobRunner& runner, TuneCache& cache, TuneReport& report) {
-  if (whole.chosen != kTuned) return;
+  if (whole.chosen != kTuned || WeightBytes(policy.graph()) < kStreamedWeightsMinBytes) return;
   std::optional<Plan> twin = StreamedPlan(report.tuned_plan);
   if (!twin) return;
   ThreeWay way;

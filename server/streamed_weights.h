@@ -11,7 +11,10 @@
 // pb=2 (StreamedTwin, ir/matmul_schedule.h) is timed against it in paired rounds and replaces it
 // only by winning them (the tuned plan is the incumbent). The searched regions' stored plans then
 // take the twin's schedules, so `--plan tuned` serves what won; regions answered from the store
-// keep theirs. The decision is added to the report's total_decision.
+// keep theirs. The decision is added to the report's total_decision. Only a graph whose weights
+// no last-level cache holds is tried (kStreamedWeightsMinBytes): a BERT layer's 28 MB stay in a
+// 32 MB L3 from one run to the next, and there pb=2 loses; a 12-layer encoder's 340 MB do not.
+#include <cstdint>
 #include <vector>
 
 #include "server/job_runner.h"
@@ -23,6 +26,9 @@
 #include "server/validation.h"
 
 namespace fusetune {
+
+// Weights beyond the largest last-level caches of current CPUs (96 MB on a Zen 4/5 X3D CCD).
+inline constexpr int64_t kStreamedWeightsMinBytes = int64_t{128} << 20;
 
 // `plan` with every group that reads weights packed once on pb=2; nullopt when none does.
 std::optional<Plan> StreamedPlan(const Plan& plan);
