@@ -2,13 +2,13 @@
 // Stage: weights streamed further ahead. A matmul on weights packed once (wpack) streams the B
 // block its thread uses next into L2 while it computes, one line per k-loop iteration (pb=1). In a
 // whole model the weights come from DRAM (a 12-layer BERT encoder's 340 MB), and there a stream
-// that reaches the block's end sooner (pb=2, two lines an iteration) ran BERT's denses 2-7% faster
-// and the encoder about 3% faster; with the weights in the last-level cache it ran three of the
-// four denses 1-3% slower (BENCHMARKS.md, "Weights streamed further ahead"). A group's candidate
-// jobs and duels time it alone, where its weights stay in cache, so they cannot tell the two
-// apart; the whole graph's timing can, since there the weights are where the other kernels leave
-// them. So once the whole graph has kept the regions' plans, its twin with every such group on
-// pb=2 (StreamedTwin, ir/matmul_schedule.h) is timed against it in paired rounds and replaces it
+// that reaches further (pb=2, two lines an iteration) ran BERT's denses 2-7% faster and the whole
+// encoder 0.97-1.01 of its time in paired runs; with the weights in the last-level cache it ran
+// three of the four denses 1-3% slower (BENCHMARKS.md, "Weights streamed further ahead"). A group's
+// candidate jobs and duels time it alone, where its weights stay in cache, so they cannot tell the
+// two apart; the whole graph's timing can, since there the weights are where the other kernels
+// leave them. So once the whole graph has kept the regions' plans, its twin with every such group
+// on pb=2 (StreamedTwin, ir/matmul_schedule.h) is timed against it in paired rounds and replaces it
 // only by winning them (the tuned plan is the incumbent). The searched regions' stored plans then
 // take the twin's schedules, so `--plan tuned` serves what won; regions answered from the store
 // keep theirs. The decision is added to the report's total_decision. Only a graph whose weights
