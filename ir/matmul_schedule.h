@@ -18,10 +18,11 @@
 //           the tiles find it there (any k blocks: the next k block of the task, else the next
 //           task's first; ku > 1). Otherwise no effect. Default 1 (+4-7% on BERT's QKV and FFN 1
 //           at M = 128 on Zen 5; on FFN 2, K = 3072 in six k blocks, +6-8 points of the FMA peak
-//           with wpack, +3-5 packed in the call). 2: two lines an iteration, so the stream reaches
-//           the block's end sooner: with the weights from DRAM (a whole model's) +2-7% on BERT's
-//           denses, with them in the last-level cache 1-3% slower on three of the four
-//           (BENCHMARKS.md, "Weights streamed further ahead"); spelled only when not 1
+//           with wpack, +3-5 packed in the call). 2: two lines an iteration, so a tile's
+//           stream reaches twice as far, into the block after next: with the weights from DRAM
+//           (a whole model's) +2-7% on BERT's denses, with them in the last-level cache 1-3%
+//           slower on three of the four (BENCHMARKS.md, "Weights streamed further ahead");
+//           spelled only when not 1
 //   wpack   1: B (the weights) is read from a copy packed in the kernel's panel layout once, when
 //           the kernel is bound to its inputs (CompiledKernel::Bind), not packed inside every
 //           call, as ONNX Runtime and oneDNN pack constant weights at session creation. Offered

@@ -138,8 +138,9 @@ Function* Emitter::EmitTile(const TileShape& s) {
     if (prefetch_next_ && steps > 1) {
       // pb 64-byte lines of the next B block per iteration: spread over the tile's FMAs, so the
       // stream from memory never bursts (a burst of prefetches stalls the tile's own loads). At
-      // pb=2 the tile's stream reaches twice as far, so the block's last lines arrive earlier
-      // before its first use: the margin weights from DRAM need (BENCHMARKS.md, --layers).
+      // pb=2 the tile's stream reaches twice as far, the last tiles' into the block after next:
+      // with the weights from DRAM that is what helps (clamped to the next block, the gain went;
+      // BENCHMARKS.md, "Weights streamed further ahead").
       for (int line = 0; line < t_.pb; ++line) {
         Value* offset =
             b.CreateAdd(b.CreateMul(k, I64(kLanes / steps * t_.pb)), I64(line * kLanes));
