@@ -189,6 +189,29 @@ TEST(TuneCli, TableOnATerminalFreeRunNamesEveryFigure) {
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no progress bar when stderr is not a terminal";
 }
 
+TEST(TuneCli, TableOfSeveralRegionsSaysWhatTheWholeGraphDecided) {
+  TempDb db("tune_table_whole");
+  const std::string graph = testing::WriteTempFile("two_regions.relay", R"(
+fn (%x: Tensor[(16, 64), float32]) {
+  %0 = exp(%x);
+  %1 = negative(%0);
+  %2 = nn.softmax(%1);
+  %3 = nn.softmax(%2);
+  %4 = exp(%3);
+  negative(%4)
+})");
+  auto r = RunFusetune("tune --db " + db.path() + kFast + graph);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t at = r.out.find("\nwhole graph: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" kept", at), std::string::npos) << r.out;
+  auto single = RunFusetune("tune --db " + db.path() + kFast + SmallSeed());
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_EQ(single.out.find("\nwhole graph: "), std::string::npos)
+      << "one region: its own line says it\n"
+      << single.out;
+}
+
 TEST(TuneCli, NeverFuseKeepsWhereAlone) {
   TempDb db("never_fuse");
   auto r = RunFusetune("tune --json --never-fuse where --db " + db.path() + kFast + SmallSeed());
