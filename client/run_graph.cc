@@ -31,6 +31,7 @@
 #include "worker/codegen/jit.h"
 #include "worker/codegen/runtime/thread_pool.h"
 #include "worker/executor.h"
+#include "worker/kernel_cache.h"
 #include "worker/output_check.h"
 #include "worker/prep_pool.h"
 
@@ -141,11 +142,14 @@ struct PairedRounds {
 
 PairedRounds TimeAgainst(const Graph& graph, const RunOptions& o, const DimBinding& binding,
                          const std::vector<Tensor>& inputs, const std::vector<Tensor>& reference,
-                         PlanExecutor& first, codegen::Jit& jit, int compile_threads) {
+                         PlanExecutor& first, codegen::Jit& jit, KernelCache& kernels,
+                         int compile_threads) {
   PairedRounds out;
   Transfers transfers;
   out.plan = LoadPlan(graph, o.against, o, binding, &transfers);
-  PlanExecutor second(graph, out.plan, jit, o.threads, /*kernels=*/nullptr, compile_threads);
+  // The groups the two plans share run the same compiled kernels, as in the tuner's jobs
+  // (worker/job_runner.h): two compiles of one group, placed elsewhere in memory, can time apart.
+  PlanExecutor second(graph, out.plan, jit, o.threads, &kernels, compile_threads);
   out.kernels = second.num_kernels();
   second.SetInputs(inputs);
   second.Run();
@@ -201,7 +205,8 @@ void RunGraph(const RunOptions& o) {
   codegen::Jit jit;
   // Compiling precedes running: every core this process may use compiles.
   const int compile_threads = UsableCores();
-  PlanExecutor executor(graph, plan, jit, o.threads, /*kernels=*/nullptr, compile_threads);
+  KernelCache kernels;  // shared with --against's plan
+  PlanExecutor executor(graph, plan, jit, o.threads, &kernels, compile_threads);
   startup.compile_ms = startup.Lap();
   executor.SetInputs(inputs);
   startup.bind_ms = startup.Lap();
@@ -229,7 +234,8 @@ void RunGraph(const RunOptions& o) {
                                              : PlanExecutor::KernelTimes::kSeparately);
   std::optional<PairedRounds> paired;
   if (!o.against.empty())
-    paired = TimeAgainst(graph, o, binding, inputs, reference, executor, jit, compile_threads);
+    paired =
+        TimeAgainst(graph, o, binding, inputs, reference, executor, jit, kernels, compile_threads);
 
   if (!o.outputs_dir.empty()) {
     std::filesystem::create_directories(o.outputs_dir);
