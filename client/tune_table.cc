@@ -130,8 +130,8 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
                          rr.transferred_from);
     if (rr.warm_start) out += "     " + WarmStartText(*rr.warm_start) + "\n";
   }
-  // Several regions: the whole graph was timed in sequence and decided once more (a baseline's
-  // fallback, the weights streamed further ahead), which no region's line says.
+  // Several regions: the whole graph was timed in sequence and decided once more (whether a
+  // baseline beats the regions' plans there), which no region's line says.
   if (r.regions.size() > 1 && !r.total_decision.empty())
     out += fmt::format("whole graph: {}\n", r.total_decision);
   out += ChangesText(graph, r);

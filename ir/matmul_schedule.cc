@@ -156,13 +156,6 @@ std::optional<Schedule> WeightsPackedTwin(const Schedule& s) {
   return twin;
 }
 
-std::optional<Schedule> StreamedTwin(const Schedule& s) {
-  if (s.Get("wpack", 0) != 1 || s.Get("pb", 1) != 1) return std::nullopt;
-  Schedule twin = s;
-  twin.Set("pb", 2);
-  return twin;
-}
-
 Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
                              const MatmulLayout& to, int threads) {
   const MatmulTiling was = ResolveMatmulTiling(from, tuned, threads);

@@ -79,12 +79,6 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
 // whose B is constant when `s` is; none for a schedule already on wpack.
 std::optional<Schedule> WeightsPackedTwin(const Schedule& s);
 
-// `s` streaming the next B block at pb=2 where it reads weights packed once (wpack=1) at the
-// default pb=1, no other knob changed: the same arithmetic, its weights' stream further ahead, for
-// where they come from DRAM. Not in any group's schedule space: a group timed alone finds its
-// weights in cache, so only the whole graph's timing can choose it (server/streamed_weights.h).
-std::optional<Schedule> StreamedTwin(const Schedule& s);
-
 // The bounded schedule space of one problem at a thread count; the first entry is the default.
 // Every entry spells all its knobs, so a recorded measurement names exactly what ran. With
 // `constant_b` (B is a graph constant) each entry also comes with wpack=1, right after it; the

@@ -20,7 +20,6 @@
 #include "server/schedule_duels.h"
 #include "server/schedule_search.h"
 #include "server/stored_plans.h"
-#include "server/streamed_weights.h"
 #include "server/tune_cache.h"
 #include "server/validation.h"
 #include "server/warm_start.h"
@@ -97,7 +96,6 @@ TuneReport Tune(const Graph& graph, const TuneOptions& options, db::Cache& store
     } else {
       const WholeGraphTiming whole = TimeWholeGraph(policy, runner, report);
       KeepTheWholeGraphsChoice(policy, regions, whole, winners, cache, report);
-      DuelStreamedWeights(policy, regions, whole, winners, runner, cache, report);
     }
   }
   NameChangesFromGreedy(policy, report);

@@ -188,16 +188,6 @@ TEST(MatmulSchedule, NextBlockPrefetchDefaultsOnAndIsSpelledOnlyWhenNotOne) {
   EXPECT_THROW(ResolveMatmulTiling(l, Schedule::Parse("pb=3"), 1), UserError);
 }
 
-// The whole graph's twin (server/streamed_weights.h): only a schedule on weights packed once and
-// the default stream changes, and only its pb.
-TEST(MatmulSchedule, StreamedTwinIsPb2OnWeightsPackedOnceOnly) {
-  EXPECT_EQ(StreamedTwin(Schedule::Parse("mr=4,nr=64,wpack=1"))->ToString(),
-            "mr=4,nr=64,pb=2,wpack=1");
-  EXPECT_FALSE(StreamedTwin(Schedule::Parse("mr=4,nr=64")).has_value());
-  EXPECT_FALSE(StreamedTwin(Schedule::Parse("pb=0,wpack=1")).has_value());
-  EXPECT_FALSE(StreamedTwin(Schedule::Parse("pb=2,wpack=1")).has_value());
-}
-
 TEST(MatmulSchedule, PrefetchKnobIsResolvedSpelledAndChecked) {
   MatmulLayout l = Layout(1, 128, 768, 768, false, true);
   EXPECT_EQ(ResolveMatmulTiling(l, {}, 1).pf, 0);
