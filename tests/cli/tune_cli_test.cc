@@ -191,15 +191,7 @@ TEST(TuneCli, TableOnATerminalFreeRunNamesEveryFigure) {
 
 TEST(TuneCli, TableOfSeveralRegionsSaysWhatTheWholeGraphDecided) {
   TempDb db("tune_table_whole");
-  const std::string graph = testing::WriteTempFile("two_regions.relay", R"(
-fn (%x: Tensor[(16, 64), float32]) {
-  %0 = exp(%x);
-  %1 = negative(%0);
-  %2 = nn.softmax(%1);
-  %3 = nn.softmax(%2);
-  %4 = exp(%3);
-  negative(%4)
-})");
+  const std::string graph = kExamples + "softmax_decomposed.relay";  // four regions
   auto r = RunFusetune("tune --db " + db.path() + kFast + graph);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const size_t at = r.out.find("\nwhole graph: ");
