@@ -1,9 +1,9 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
 // [--inputs DIR] [--outputs DIR] [--repeat N] [--in-sequence] [--against PLAN [--rounds N]]
-// [--json]
-// [--dim NAME=SIZE]`: compile every group of the plan, run the graph as that sequence of kernels,
-// time each kernel and the whole, and compare the outputs with the reference interpreter. Its
-// options; the work is client/run_graph.cc, in `fusetune-codegen` (client/codegen_commands.h).
+// [--json] [--dim NAME=SIZE]`: compile every group of the plan, run the graph as that sequence of
+// kernels, time each kernel and the whole, and compare the outputs with the reference
+// interpreter. Its options; the work is client/run_graph.cc, in `fusetune-codegen`
+// (client/codegen_commands.h).
 #include <memory>
 
 #include "client/codegen_commands.h"
