@@ -96,22 +96,22 @@ def measure(args, case):
                             "greedy", "--rounds", str(args.rounds), "--repeat", str(args.repeat),
                             graph] + common)
             groups["tuned"] = res["groups"]
+            groups["greedy"] = res["against"]["groups"]
             for r in res["against"]["rounds"]:
                 ratios.append(r["against_us"] / r["plan_us"])
                 times["tuned"].append(r["plan_us"])
                 times["greedy"].append(r["against_us"])
-            groups["greedy"] = run_json([args.fusetune, "run", "--json", "--plan", "greedy",
-                                         "--repeat", "1", graph] + common)["groups"]
-        for r in range(args.rounds if args.separate_processes else 0):
-            order = ["tuned", "greedy"] if r % 2 == 0 else ["greedy", "tuned"]
-            got = {}
-            for plan in order:
-                res = run_json([args.fusetune, "run", "--json", "--plan", plan, "--repeat",
-                                str(args.repeat), graph] + common)
-                got[plan] = res["total_us"]
-                groups[plan] = res["groups"]
-                times[plan].append(res["total_us"])
-            ratios.append(got["greedy"] / got["tuned"])
+        else:
+            for r in range(args.rounds):
+                order = ["tuned", "greedy"] if r % 2 == 0 else ["greedy", "tuned"]
+                got = {}
+                for plan in order:
+                    res = run_json([args.fusetune, "run", "--json", "--plan", plan, "--repeat",
+                                    str(args.repeat), graph] + common)
+                    got[plan] = res["total_us"]
+                    groups[plan] = res["groups"]
+                    times[plan].append(res["total_us"])
+                ratios.append(got["greedy"] / got["tuned"])
     greedy_groups = {tuple(g) for g in groups["greedy"]}
     new_groups = [g for g in groups["tuned"] if tuple(g) not in greedy_groups]
     differs = f"{len(new_groups)} group(s) unlike greedy's" if new_groups else "same groups"

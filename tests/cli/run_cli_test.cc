@@ -71,6 +71,8 @@ TEST(RunCli, AgainstTimesASecondPlanInPairedRounds) {
   const nlohmann::json& a = j.at("against");
   EXPECT_EQ(a["plan"], "unfused");
   EXPECT_EQ(a["kernels"], 4) << "one kernel per op";
+  ASSERT_EQ(a["groups"].size(), 4u);
+  EXPECT_EQ(a["groups"][0], nlohmann::json::parse(R"(["%0"])"));
   EXPECT_LE(a["max_abs_error"].get<double>(), 1e-4 * j["max_output_magnitude"].get<double>());
   ASSERT_EQ(a["rounds"].size(), 3u);
   std::vector<double> ratios;
