@@ -24,12 +24,14 @@
 #include "db/database.h"
 #include "db/default_path.h"
 #include "ir/error.h"
+#include "ir/flops.h"
 #include "ir/interpreter.h"
 #include "ir/npy.h"
 #include "ir/plan.h"
 #include "ir/text/relay_printer.h"
 #include "server/tuner.h"
 #include "server/validation.h"
+#include "worker/codegen/fma_peak.h"
 #include "worker/codegen/jit.h"
 #include "worker/codegen/runtime/thread_pool.h"
 #include "worker/executor.h"
@@ -238,9 +240,25 @@ void RunGraph(const RunOptions& o) {
   // sequence, where the kernels before it did (a 12-layer GPT-2 stack's kernels summed to 1.08x
   // their figures alone with a buffer per value, about 1.02x with shared blocks: BENCHMARKS.md,
   // "Decisions that hold from one tune to the next", "Values between kernels in shared blocks").
+  // The graph's matmuls against the FMA peak of the same threads, timed on each side of the
+  // plan's repeats (the host's speed drifts by 5-10% within minutes): what share of the core's
+  // arithmetic the whole plan turns into matmul work.
+  const double matmul_flops = MatmulFlops(graph);
+  std::unique_ptr<codegen::FmaPeakKernel> peak_kernel;
+  double peak_gflops = 0;
+  if (matmul_flops > 0) {
+    peak_kernel = codegen::CompileFmaPeak(jit, 16);
+    peak_gflops = codegen::FmaPeakGflops(*peak_kernel, o.threads);
+  }
   PlanProfile measured =
       executor.Measure(timing, o.in_sequence ? PlanExecutor::KernelTimes::kInSequence
                                              : PlanExecutor::KernelTimes::kSeparately);
+  if (peak_kernel)
+    peak_gflops = std::max(peak_gflops, codegen::FmaPeakGflops(*peak_kernel, o.threads));
+  // Both figures the fastest of their calls, the closest to an undisturbed core (interference
+  // only adds time); GFLOP/s are FLOPs per 1e3 microseconds.
+  const double matmul_gflops = matmul_flops / measured.total.min_us / 1e3;
+  const double matmul_share = matmul_flops > 0 ? matmul_gflops / peak_gflops : 0;
   std::optional<PairedRounds> paired;
   if (!o.against.empty())
     paired = TimeAgainst(graph, o, binding, inputs, check_outputs, timing, executor, jit, kernels,
@@ -279,6 +297,7 @@ void RunGraph(const RunOptions& o) {
                                   {"kernel_times", o.in_sequence ? "in sequence" : "alone"},
                                   {"total_us", measured.total.median_us},
                                   {"total_repeats_us", measured.total.samples_us},
+                                  {"matmul_gflop", matmul_flops / 1e9},
                                   {"max_abs_error", error},
                                   {"max_output_magnitude", check.max_magnitude},
                                   {"within_rounding_spread", check.within_spread},
@@ -291,6 +310,10 @@ void RunGraph(const RunOptions& o) {
                                     {"first_run_ms", startup.first_run_ms},
                                     {"kernels_compiled", executor.num_compiled()},
                                     {"compile_threads", compile_threads}}}};
+    if (matmul_flops > 0) {
+      out["fma_peak_gflops"] = peak_gflops;
+      out["matmul_fraction_of_peak"] = matmul_share;
+    }
     if (!transfers.empty()) {
       out["transferred_from"] = transfers;  // checked against the reference above
       out["checked_against_reference"] = true;
@@ -342,6 +365,13 @@ void RunGraph(const RunOptions& o) {
       "\ntotal    {:.2f} us (median of {} repeats)\nmax_abs_error {:.3g} on outputs up to "
       "{:.3g}{}\n",
       measured.total.median_us, measured.total.repeat, error, check.max_magnitude, verdict);
+  if (matmul_flops > 0)
+    std::cout << fmt::format(
+        "matmuls  {:.3g} GFLOP, {:.1f} GFLOP/s in the fastest repeat of the whole plan: {:.0f}% "
+        "of the FMA peak of {} thread{} ({:.1f} GFLOP/s, the fastest call of a peak kernel timed "
+        "around the repeats)\n",
+        matmul_flops / 1e9, matmul_gflops, 100 * matmul_share, o.threads, o.threads == 1 ? "" : "s",
+        peak_gflops);
   std::cout << fmt::format(
       "start-up {:.0f} ms to the first output: load {:.0f}, plan and inputs {:.0f}, compile {:.0f} "
       "({} kernel{} for {} group{}, on {} thread{}), bind {:.0f}, first run {:.0f}\n",

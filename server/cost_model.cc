@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/flops.h"
 #include "ir/matmul_schedule.h"
 #include "ir/schedule_space.h"
 
@@ -131,12 +132,7 @@ double GenericEstimate(const Graph& graph, const FusedGroup& group, const Schedu
 
 GroupCost EstimateGroup(const Graph& graph, const FusedGroup& group, const RooflineTarget& target) {
   GroupCost cost;
-  for (ValueId v : group.nodes) {
-    const Value& node = graph.value(v);
-    std::vector<TensorType> in_types;
-    for (ValueId in : node.inputs) in_types.push_back(graph.value(in).type);
-    if (node.op->flops) cost.flops += node.op->flops(in_types, node.type, node.attrs);
-  }
+  for (ValueId v : group.nodes) cost.flops += NodeFlops(graph, v);
   for (ValueId v : group.inputs) cost.bytes += static_cast<double>(graph.value(v).type.NumBytes());
   for (ValueId v : group.outputs) cost.bytes += static_cast<double>(graph.value(v).type.NumBytes());
   // GFLOP/s and GB/s are both 1e3 per microsecond.

@@ -26,32 +26,10 @@
 namespace fusetune::bench {
 namespace {
 
-// About a millisecond of FMAs per thread and call (16 chains: 8 cycles per iteration).
-constexpr int64_t kPeakIters = 400000;
+using codegen::FmaPeakRun;
+using codegen::kFmaPeakIters;
 
-// The peak kernel on `threads` threads of fusetune's pool, one range of `iters` iterations each:
-// the pool the matmul kernels run on, so a busy second core lowers both alike.
-struct PeakRun {
-  const codegen::FmaPeakKernel* kernel;
-  int threads;
-  int64_t iters = kPeakIters;
-  volatile float sink = 0;
-
-  static void Range(void* ctx, int64_t begin, int64_t end) {
-    auto* self = static_cast<PeakRun*>(ctx);
-    for (int64_t i = begin; i < end; ++i) self->sink = self->kernel->Run(self->iters);
-  }
-  void Call() {
-    if (threads == 1) {
-      sink = kernel->Run(iters);
-    } else {
-      fusetune_parallel_for(threads, &PeakRun::Range, this);
-    }
-  }
-  double Flops() const { return threads * iters * kernel->FlopsPerIter(); }
-};
-
-Candidate PeakCandidate(PeakRun* run) {
+Candidate PeakCandidate(FmaPeakRun* run) {
   return {fmt::format("FMA peak {}t ({} chains)", run->threads, run->kernel->chains()),
           [t = run->threads] { runtime::SetNumThreads(t); }, [run] { run->Call(); }};
 }
@@ -78,11 +56,11 @@ __attribute__((target("avx512f"))) float IntrinsicChains(int64_t iters) {
 // as long as the chains fit the registers).
 std::unique_ptr<codegen::FmaPeakKernel> FastestPeak(codegen::Jit& jit) {
   std::vector<std::unique_ptr<codegen::FmaPeakKernel>> kernels;
-  std::vector<std::unique_ptr<PeakRun>> runs;
+  std::vector<std::unique_ptr<FmaPeakRun>> runs;
   std::vector<Candidate> cands;
   for (int chains : {8, 12, 16, 24}) {
     kernels.push_back(codegen::CompileFmaPeak(jit, chains));
-    runs.push_back(std::make_unique<PeakRun>(PeakRun{kernels.back().get(), 1}));
+    runs.push_back(std::make_unique<FmaPeakRun>(FmaPeakRun{kernels.back().get(), 1}));
     cands.push_back(PeakCandidate(runs.back().get()));
   }
   Compare(cands, 5, 20);
@@ -203,25 +181,25 @@ void BenchPeak(codegen::Jit& jit) {
   std::printf("\n== FMA peak (JIT kernel, worker/codegen/fma_peak.h; <%d x float> FMA chains) ==\n",
               jit.target().vector_floats());
   std::vector<std::unique_ptr<codegen::FmaPeakKernel>> kernels;
-  std::vector<std::unique_ptr<PeakRun>> runs;
+  std::vector<std::unique_ptr<FmaPeakRun>> runs;
   std::vector<Candidate> cands;
   for (int t : {1, 2}) {
     for (int chains : {8, 12, 16, 24}) {
       kernels.push_back(codegen::CompileFmaPeak(jit, chains));
-      runs.push_back(std::make_unique<PeakRun>(PeakRun{kernels.back().get(), t}));
+      runs.push_back(std::make_unique<FmaPeakRun>(FmaPeakRun{kernels.back().get(), t}));
       cands.push_back(PeakCandidate(runs.back().get()));
     }
   }
   if (__builtin_cpu_supports("avx512f")) {
     cands.push_back({"C++ intrinsics 1t (16 chains, GCC)", [] { runtime::SetNumThreads(1); },
                      [] {
-                       volatile float sink = IntrinsicChains(kPeakIters);
+                       volatile float sink = IntrinsicChains(kFmaPeakIters);
                        (void)sink;
                      }});
   }
   Compare(cands, 7, 20);
   for (size_t i = 0; i < cands.size(); ++i) {
-    double flops = i < runs.size() ? runs[i]->Flops() : kPeakIters * 16.0 * 32.0;
+    double flops = i < runs.size() ? runs[i]->Flops() : kFmaPeakIters * 16.0 * 32.0;
     std::printf("  %-40s %7.1f GFLOP/s\n", cands[i].name.c_str(),
                 Gflops(flops, cands[i].median_us));
   }
@@ -240,7 +218,7 @@ void BenchEfficiency(codegen::Jit& jit, const OpenBlas& blas, const GemmOptions&
       // The peak does the shape's FLOPs: its calls last as long as the kernel's, so a shared
       // machine's interruptions hit both alike (with --stat min a shorter call would more
       // often catch an undisturbed window).
-      PeakRun peak{peak_kernel.get(), t};
+      FmaPeakRun peak{peak_kernel.get(), t};
       peak.iters = std::max<int64_t>(
           1000, static_cast<int64_t>(shape.Flops() / t / peak_kernel->FlopsPerIter()));
       // B is a weight in the denses (what the model's initialisers are), an activation in the

@@ -1,6 +1,7 @@
 // `fusetune run --in-sequence`: the per-kernel figures of a plan read between its kernels during
-// the whole's own repeats, instead of each kernel timed alone. `run --against`: a second plan
-// checked and timed against the first in paired rounds.
+// the whole's own repeats, instead of each kernel timed alone. The graph's matmuls set against
+// the FMA peak. `run --against`: a second plan checked and timed against the first in paired
+// rounds.
 #include <algorithm>
 #include <vector>
 
@@ -60,6 +61,38 @@ TEST(RunCli, InSequenceKernelFiguresAddUpToTheWhole) {
   auto text = RunFusetune("run --repeat 1 --plan unfused --in-sequence " + graph);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("in sequence us"), std::string::npos) << text.out;
+}
+
+TEST(RunCli, SetsTheMatmulsAgainstTheFmaPeak) {
+  const std::string graph = testing::WriteTempFile("peak.relay", kDenseSoftmaxDense);
+  auto run = RunFusetune("run --json --repeat 3 " + graph);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  // 2·M·N·K of each dense: 64 x 256 by 256 x 256, then 64 x 256 by 64 x 256.
+  EXPECT_DOUBLE_EQ(j["matmul_gflop"].get<double>(),
+                   (2.0 * 64 * 256 * 256 + 2.0 * 64 * 64 * 256) / 1e9);
+  const double peak = j["fma_peak_gflops"].get<double>();
+  EXPECT_GT(peak, 0.0);
+  // The whole plan's fastest repeat against the peak's fastest call.
+  const auto repeats = j["total_repeats_us"].get<std::vector<double>>();
+  const double fastest = *std::min_element(repeats.begin(), repeats.end());
+  EXPECT_NEAR(j["matmul_fraction_of_peak"].get<double>(),
+              j["matmul_gflop"].get<double>() * 1e6 / fastest / peak, 1e-9);
+  auto text = RunFusetune("run --repeat 1 " + graph);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("of the FMA peak of 1 thread"), std::string::npos) << text.out;
+
+  // No matmul, no peak: nothing to set against it.
+  const std::string no_matmul =
+      testing::WriteTempFile("no_matmul.relay", "fn (%x: Tensor[(100, 120), float32]) { exp(%x) }");
+  auto none = RunFusetune("run --json --repeat 1 " + no_matmul);
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  const nlohmann::json n = nlohmann::json::parse(none.out);
+  EXPECT_EQ(n["matmul_gflop"], 0.0);
+  EXPECT_FALSE(n.contains("fma_peak_gflops"));
+  EXPECT_FALSE(n.contains("matmul_fraction_of_peak"));
+  auto none_text = RunFusetune("run --repeat 1 " + no_matmul);
+  EXPECT_EQ(none_text.out.find("FMA peak"), std::string::npos) << none_text.out;
 }
 
 TEST(RunCli, AgainstTimesASecondPlanInPairedRounds) {

@@ -123,8 +123,9 @@ TEST(RunCommand, JsonShape) {
   for (auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{
                       "graph", "plan", "threads", "target", "groups", "kernels", "kernel_times",
-                      "total_us", "total_repeats_us", "max_abs_error", "max_output_magnitude",
-                      "within_rounding_spread", "startup"}));
+                      "total_us", "total_repeats_us", "matmul_gflop", "max_abs_error",
+                      "max_output_magnitude", "within_rounding_spread", "startup",
+                      "fma_peak_gflops", "matmul_fraction_of_peak"}));
   EXPECT_EQ(j["kernel_times"], "alone");
   EXPECT_EQ(j["plan"], "greedy");
   EXPECT_EQ(j["threads"], 2);

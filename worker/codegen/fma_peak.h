@@ -43,4 +43,23 @@ inline constexpr float kFmaPeakAdd = 0.0001f;
 std::unique_ptr<FmaPeakKernel> CompileFmaPeak(Jit& jit, int chains,
                                               std::string* assembly = nullptr);
 
+// About a millisecond of FMAs per thread and call (16 chains: 8 cycles per iteration).
+inline constexpr int64_t kFmaPeakIters = 400000;
+
+// The kernel on `threads` threads of the runtime's pool (runtime::SetNumThreads first), one call
+// of `iters` iterations each: the pool the plans' kernels run on, so a busy core lowers both.
+struct FmaPeakRun {
+  const FmaPeakKernel* kernel;
+  int threads = 1;
+  int64_t iters = kFmaPeakIters;
+  volatile float sink = 0;
+
+  void Call();
+  double Flops() const { return threads * static_cast<double>(iters) * kernel->FlopsPerIter(); }
+};
+
+// GFLOP/s of the fastest of `calls` calls on `threads` threads: interference on a shared machine
+// only slows a call down, so the fastest is the closest to what the core can do.
+double FmaPeakGflops(const FmaPeakKernel& kernel, int threads, int calls = 9);
+
 }  // namespace fusetune::codegen
