@@ -1,8 +1,9 @@
 // `fusetune run GRAPH [--plan unfused|greedy|tuned|PLAN.json] [--db PATH] [--threads N]
 // [--inputs DIR] [--outputs DIR] [--repeat N] [--against PLAN [--rounds N]] [--json]
 // [--dim NAME=SIZE]`: compile every group of the plan, run the graph as that sequence of kernels,
-// time each kernel and the whole, and compare the outputs with the reference interpreter; with
-// --against, time a second plan against it in paired rounds in the same process. The work, in
+// time each kernel and the whole, compare the outputs with the reference interpreter, and set the
+// graph's matmul FLOPs against the FMA peak timed in the same process; with --against, time a
+// second plan against it in paired rounds in the same process. The work, in
 // `fusetune-codegen`; the options are registered by client/cmd_run.cc.
 #include <chrono>
 #include <cmath>
@@ -236,10 +237,6 @@ void RunGraph(const RunOptions& o) {
         transfers.front(), error, o.graph_path, DimFlagsText(binding)));
   TimingOptions timing;
   timing.repeat = o.repeat;
-  // Alone, a kernel's repeats find its weights and inputs where its last call left them; in
-  // sequence, where the kernels before it did (a 12-layer GPT-2 stack's kernels summed to 1.08x
-  // their figures alone with a buffer per value, about 1.02x with shared blocks: BENCHMARKS.md,
-  // "Decisions that hold from one tune to the next", "Values between kernels in shared blocks").
   // The graph's matmuls against the FMA peak of the same threads, timed on each side of the
   // plan's repeats (the host's speed drifts by 5-10% within minutes): what share of the core's
   // arithmetic the whole plan turns into matmul work.
@@ -250,6 +247,10 @@ void RunGraph(const RunOptions& o) {
     peak_kernel = codegen::CompileFmaPeak(jit, 16);
     peak_gflops = codegen::FmaPeakGflops(*peak_kernel, o.threads);
   }
+  // Alone, a kernel's repeats find its weights and inputs where its last call left them; in
+  // sequence, where the kernels before it did (a 12-layer GPT-2 stack's kernels summed to 1.08x
+  // their figures alone with a buffer per value, about 1.02x with shared blocks: BENCHMARKS.md,
+  // "Decisions that hold from one tune to the next", "Values between kernels in shared blocks").
   PlanProfile measured =
       executor.Measure(timing, o.in_sequence ? PlanExecutor::KernelTimes::kInSequence
                                              : PlanExecutor::KernelTimes::kSeparately);
