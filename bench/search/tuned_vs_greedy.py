@@ -7,7 +7,10 @@ re-times both in paired rounds in one process, alternating which goes first (--s
 a `run` process per plan and round, as before `--against` existed). A case's figure is the median of the
 per-round ratios greedy / tuned (above 1: the tuned plan is faster), with the spread of those ratios;
 the summary is their geometric mean. "what differs" names what the tuned plan changed: groups
-unlike greedy's, and schedules unlike the defaults (from `tune --json`); "kept" is the plan the tune
+unlike greedy's, and schedules unlike the defaults (from `tune --json`); "ceiling" is the most any
+plan could gain over greedy on the case: greedy's time against the case's matmuls at the FMA peak
+(from the tuned plan's share of the peak that `run` reports; "-" without a matmul, also what
+greedy_headroom.py gives without tuning); "kept" is the plan the tune
 kept for the whole graph (greedy: TVM's GreedyPlan on default schedules, the plan `run --plan
 greedy` runs; tuned: a searched plan won beyond noise).
 
@@ -89,6 +92,7 @@ def measure(args, case):
         tuned = run_json([args.fusetune, "tune", "--cold", "--json", graph] + common)
         tune_s = time.monotonic() - start
         ratios, times = [], {"tuned": [], "greedy": []}
+        share = None
         groups = {}
         if not args.separate_processes:
             # Both plans in one process, paired round by round (`run --against`).
@@ -97,6 +101,7 @@ def measure(args, case):
                             graph] + common)
             groups["tuned"] = res["groups"]
             groups["greedy"] = res["against"]["groups"]
+            share = res.get("matmul_fraction_of_peak")
             for r in res["against"]["rounds"]:
                 ratios.append(r["against_us"] / r["plan_us"])
                 times["tuned"].append(r["plan_us"])
@@ -110,8 +115,11 @@ def measure(args, case):
                                     str(args.repeat), graph] + common)
                     got[plan] = res["total_us"]
                     groups[plan] = res["groups"]
+                    if plan == "tuned":
+                        share = res.get("matmul_fraction_of_peak")
                     times[plan].append(res["total_us"])
                 ratios.append(got["greedy"] / got["tuned"])
+    ratio = statistics.median(ratios)
     greedy_groups = {tuple(g) for g in groups["greedy"]}
     new_groups = [g for g in groups["tuned"] if tuple(g) not in greedy_groups]
     differs = f"{len(new_groups)} group(s) unlike greedy's" if new_groups else "same groups"
@@ -119,7 +127,11 @@ def measure(args, case):
         "case": case,
         "tune_s": round(tune_s, 1),
         "measured": tuned.get("candidates_measured"),
-        "greedy_over_tuned": statistics.median(ratios),
+        "greedy_over_tuned": ratio,
+        # The tuned plan's matmul FLOPs as a share of the FMA peak (`run`), and from it the most
+        # any plan could gain over greedy: greedy's time against its matmuls at the peak.
+        "tuned_fraction_of_peak": share,
+        "ceiling": ratio / share if share else None,
         "ratio_min": min(ratios),
         "ratio_max": max(ratios),
         "tuned_us": statistics.median(times["tuned"]),
@@ -149,17 +161,22 @@ def main():
     args = ap.parse_args()
 
     rows = []
-    print(f"{'case':44} {'tune s':>7} {'meas':>5} {'greedy/tuned':>12} {'range':>13} {'kept':>7}"
-          "  what differs")
+    print(f"{'case':44} {'tune s':>7} {'meas':>5} {'greedy/tuned':>12} {'range':>13} "
+          f"{'ceiling':>7} {'kept':>7}  what differs")
     for case in args.cases:
         row = measure(args, case)
         rows.append(row)
         print(f"{case:44} {row['tune_s']:7.1f} {row['measured']:5} {row['greedy_over_tuned']:12.3f} "
-              f"{row['ratio_min']:6.3f}-{row['ratio_max']:.3f} {row['kept']:>7}  "
+              f"{row['ratio_min']:6.3f}-{row['ratio_max']:.3f} "
+              f"{format(row['ceiling'], '7.2f') if row['ceiling'] else '-':>7} {row['kept']:>7}  "
               f"{row['what_differs']}", flush=True)
     geo = math.exp(statistics.fmean(math.log(r["greedy_over_tuned"]) for r in rows))
     print(f"geomean greedy/tuned over {len(rows)} cases: {geo:.3f}  (threads {args.threads}, "
           f"weights {'bound' if args.bind_weights else 'inputs'}, load {os.getloadavg()[0]:.1f})")
+    ceilings = [r["ceiling"] for r in rows if r["ceiling"]]
+    if ceilings:
+        print(f"ceiling (greedy against its matmuls at the FMA peak) over the {len(ceilings)} cases "
+              f"with matmuls: {math.exp(statistics.fmean(math.log(c) for c in ceilings)):.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "geomean": geo, "rows": rows}, f, indent=1)
