@@ -1,6 +1,7 @@
 #include "ir/matmul_schedule.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 #include <string>
 
@@ -48,7 +49,9 @@ int64_t DefaultMr(int64_t nr) { return std::clamp<int64_t>(16 / (nr / kLanes), 1
 
 // Cache blocks: packed B within `budget` bytes, and enough tasks to keep every thread busy
 // with little imbalance (a multiple of the thread count, or many tasks). Splitting n is
-// preferred, since splitting m makes every m block pack the same B again.
+// preferred, since splitting m makes every m block pack the same B again; swapped, m is split
+// first: its B is the small activations, packed by each thread, and its m rows are the weights,
+// which each thread then reads a share of instead of all.
 void DefaultBlocks(const MatmulLayout& l, int threads, int64_t budget, MatmulTiling& t) {
   t.nc = std::clamp<int64_t>(budget / (t.kc * 4) / t.nr * t.nr, t.nr, RoundUp(l.n, t.nr));
   t.nc = RoundUp(CeilDiv(l.n, t.NBlocks(l)), t.nr);  // equal blocks
@@ -58,7 +61,10 @@ void DefaultBlocks(const MatmulLayout& l, int threads, int64_t budget, MatmulTil
     return threads <= 1 || tasks % threads == 0 || tasks >= 8 * threads;
   };
   for (int guard = 0; guard < 64 && !balanced(); ++guard) {
-    if (t.nc > t.nr) {
+    if (t.swap && t.mc > t.mr) {
+      int64_t mblocks = t.MBlocks(l) + 1;
+      t.mc = RoundUp(CeilDiv(l.m, mblocks), t.mr);
+    } else if (t.nc > t.nr) {
       int64_t nblocks = t.NBlocks(l) + 1;
       t.nc = RoundUp(CeilDiv(l.n, nblocks), t.nr);
     } else if (t.mc > t.mr) {
@@ -77,34 +83,62 @@ int ClampNr(int nr, const MatmulLayout& l) {
 }
 
 const std::set<std::string>& KnownKnobs() {
-  static const std::set<std::string> known{"mr",   "nr", "kc", "mc", "nc",   "ku",
-                                           "loop", "l2", "pf", "pb", "wpack"};
+  static const std::set<std::string> known{"mr",   "nr", "kc", "mc", "nc",    "ku",
+                                           "loop", "l2", "pf", "pb", "wpack", "swap"};
   return known;
 }
 
 }  // namespace
+
+MatmulLayout SwappedMatmulLayout(const MatmulLayout& l) {
+  MatmulLayout s = l;
+  s.m = l.n;
+  s.n = l.m;
+  return s;
+}
+
+bool MatmulSwappable(const MatmulLayout& l) {
+  return l.batch == 1 && l.transpose_b && !l.transpose_a;
+}
 
 bool MatmulTileFitsRegisters(int mr, int nr) {
   int vectors = nr / kLanes;
   return mr >= 1 && nr >= kLanes && nr % kLanes == 0 && mr * vectors + vectors + 1 <= 32;
 }
 
-MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int threads) {
-  FT_CHECK(l.m > 0 && l.n > 0 && l.k > 0 && l.batch > 0, "matmul layout with an empty dimension");
+MatmulTiling ResolveMatmulTiling(const MatmulLayout& layout, const Schedule& s, int threads) {
+  FT_CHECK(layout.m > 0 && layout.n > 0 && layout.k > 0 && layout.batch > 0,
+           "matmul layout with an empty dimension");
   for (const auto& [key, value] : s.knobs) {
     if (!KnownKnobs().count(key))
       throw UserError(
           fmt::format("matmul schedule: unknown knob '{}' (known: mr, nr, kc, mc, nc, "
-                      "ku, loop, l2, pf, pb, wpack)",
+                      "ku, loop, l2, pf, pb, wpack, swap)",
                       key));
     if (value < 0 || (value == 0 && key != "loop" && key != "l2" && key != "pf" && key != "pb" &&
-                      key != "wpack"))
+                      key != "wpack" && key != "swap"))
       throw UserError(fmt::format("matmul schedule: knob {}={} must be positive", key, value));
   }
   MatmulTiling t;
+  if (s.Get("swap", 0) > 1) throw UserError("matmul schedule: swap must be 0 or 1");
+  t.swap = static_cast<int>(s.Get("swap", 0));
+  if (t.swap) {
+    if (!MatmulSwappable(layout))
+      throw UserError(
+          "matmul schedule: swap=1 is for a product of one batch with A stored [m][k] and B "
+          "stored [n][k] (nn.dense)");
+    if (s.Get("wpack", 0))
+      throw UserError("matmul schedule: swap=1 reads the weights in place; it excludes wpack=1");
+    if (s.Get("kc", layout.k) < layout.k)
+      throw UserError(
+          fmt::format("matmul schedule: swap=1 needs one k block (kc = K = {})", layout.k));
+    if (s.Get("mr", 0) > 8)
+      throw UserError("matmul schedule: swap=1 transposes tiles of at most 8 rows (mr <= 8)");
+  }
+  const MatmulLayout l = t.swap ? SwappedMatmulLayout(layout) : layout;
   int64_t mr = s.Get("mr", 0), nr = s.Get("nr", 0);
   if (mr == 0 && nr == 0) nr = l.n <= 16 ? 16 : l.n <= 32 ? 32 : 64;
-  if (mr == 0) mr = DefaultMr(nr);
+  if (mr == 0) mr = t.swap ? std::min<int64_t>(8, DefaultMr(nr)) : DefaultMr(nr);
   if (nr == 0) nr = DefaultNr(mr, l);
   if (nr % kLanes != 0)
     throw UserError(fmt::format("matmul schedule: nr={} is not a multiple of {}", nr, kLanes));
@@ -118,7 +152,7 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
   t.ku = static_cast<int>(std::clamp<int64_t>(s.Get("ku", 4), 1, 16));
   t.loop = static_cast<int>(s.Get("loop", 0));
   if (t.loop > 1) throw UserError(fmt::format("matmul schedule: loop={} must be 0 or 1", t.loop));
-  t.kc = std::min(s.Get("kc", DefaultKc(l.k)), l.k);
+  t.kc = t.swap ? l.k : std::min(s.Get("kc", DefaultKc(l.k)), l.k);
   if (s.Get("pf", 0) > 64) throw UserError("matmul schedule: pf (k rows ahead) must be at most 64");
   t.pf = static_cast<int>(s.Get("pf", 0));
   if (s.Get("pb", 1) > 2) throw UserError("matmul schedule: pb must be 0, 1 or 2");
@@ -129,6 +163,8 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& l, const Schedule& s, int t
   DefaultBlocks(l, threads, s.Get("l2", 0) ? kL2Block : kL1Block, t);
   if (s.Get("mc", 0) > 0) t.mc = RoundUp(std::min(s.Get("mc", 0), l.m), t.mr);
   if (s.Get("nc", 0) > 0) t.nc = RoundUp(std::min(s.Get("nc", 0), l.n), t.nr);
+  // swap=1 flushes output columns in groups of 16 (the emitter's staging): m blocks start groups.
+  if (t.swap) t.mc = std::min(RoundUp(t.mc, std::lcm<int64_t>(t.mr, kLanes)), RoundUp(l.m, t.mr));
   return t;
 }
 
@@ -146,6 +182,7 @@ static Schedule ToSchedule(const MatmulTiling& t) {
   if (t.pf > 0) s.Set("pf", t.pf);
   if (t.pb != 1) s.Set("pb", t.pb);
   if (t.wpack) s.Set("wpack", 1);
+  if (t.swap) s.Set("swap", 1);
   return s;  // "l2" only chose nc, which is spelled
 }
 
@@ -168,7 +205,8 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
   if (was.pf > 0) policy.Set("pf", was.pf);
   if (was.pb != 1) policy.Set("pb", was.pb);
   if (was.wpack) policy.Set("wpack", 1);
-  if (was.kc != DefaultKc(from.k)) policy.Set("kc", was.kc);
+  if (was.swap) policy.Set("swap", 1);  // whose k block is always all of K
+  if (!was.swap && was.kc != DefaultKc(from.k)) policy.Set("kc", was.kc);
   // Which budget chose the blocks: the L1 one, the L2 one, or neither (then keep their sizes).
   // When both give these blocks, the loop order decides, as MatmulScheduleSpace pairs them (n
   // panels outer only with the L2 block), so a member of one space adapts into the other.
@@ -187,7 +225,8 @@ Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
   return ToSchedule(ResolveMatmulTiling(to, policy, threads));
 }
 
-std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads, bool constant_b) {
+std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads, bool constant_b,
+                                          bool swappable) {
   std::vector<Schedule> space;
   auto add_one = [&](const Schedule& s) {
     Schedule full = ToSchedule(ResolveMatmulTiling(l, s, threads));
@@ -216,6 +255,23 @@ std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads, bo
         s.Set("l2", l2);
         s.Set("loop", loop);
         add(s);
+      }
+    }
+  }
+  // Weights read in place (swap=1), for weights the kernel cannot pack ahead: the tiles that
+  // fit the 8-row transpose, each with the L1 block and with the L2 block and n panels outer.
+  if (swappable && !constant_b && MatmulSwappable(l)) {
+    Schedule swapped;
+    swapped.Set("swap", 1);
+    add_one(swapped);
+    for (auto [mr, nr] : {std::pair{4, 64}, {6, 64}, {8, 32}}) {
+      for (auto [l2, loop] : {std::pair{0, 0}, {1, 1}}) {
+        Schedule s = swapped;
+        s.Set("mr", mr);
+        s.Set("nr", nr);
+        s.Set("l2", l2);
+        s.Set("loop", loop);
+        add_one(s);
       }
     }
   }

@@ -29,6 +29,16 @@
 //           only where B is a graph constant (MatmulWeightsConstant, ir/schedule_space.h); where
 //           another kernel computes B the kernel packs per call (a plan served to another graph),
 //           and a prologue on B is refused. Spelled only as wpack=1
+//   swap    1: the product computed transposed, B·Aᵀ, for a dense whose weights are not bound
+//           (one batch, B stored [n][k], both operands read in place): the weights are then
+//           the broadcast operand, read where they lie, and the activations are packed instead
+//           of the weights, the smaller copy when M < N; each finished tile is transposed in
+//           registers before the epilogue, which sees the usual rows of output. Every other knob
+//           then describes the swapped problem (mr rows of N, nr columns of M); one k block
+//           (kc = K: partial sums would need the output in the other layout), mr <= 8. At M = 64
+//           on Zen 5 it ran BERT's denses at 89-96% of the FMA peak where packing the weights in
+//           the call ran them at 76-84% (BENCHMARKS.md, "Weights read in place"). Spelled only
+//           as swap=1
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -47,6 +57,7 @@ struct MatmulTiling {
   int pf = 0;
   int pb = 1;
   int wpack = 0;
+  int swap = 0;  // the tiling describes SwappedMatmulLayout(layout)
   int64_t kc = 0;
   int64_t mc = 0;
   int64_t nc = 0;
@@ -56,6 +67,15 @@ struct MatmulTiling {
   int64_t KBlocks(const MatmulLayout& l) const { return (l.k + kc - 1) / kc; }
   int64_t Tasks(const MatmulLayout& l) const { return l.batch * MBlocks(l) * NBlocks(l); }
 };
+
+// The problem swap=1 computes: Bᵀ's rows as M, A's rows as N (both [rows][k]).
+MatmulLayout SwappedMatmulLayout(const MatmulLayout& layout);
+// Whether swap=1 applies to the problem: one batch, A stored [m][k], B stored [n][k].
+bool MatmulSwappable(const MatmulLayout& layout);
+// The problem a resolved tiling describes: `layout`, or its swap when the tiling has swap=1.
+inline MatmulLayout TiledMatmulLayout(const MatmulLayout& layout, const MatmulTiling& t) {
+  return t.swap ? SwappedMatmulLayout(layout) : layout;
+}
 
 // The register budget of a tile: accumulators + B vectors + one broadcast must fit 32 zmm.
 bool MatmulTileFitsRegisters(int mr, int nr);
@@ -82,8 +102,10 @@ std::optional<Schedule> WeightsPackedTwin(const Schedule& s);
 // The bounded schedule space of one problem at a thread count; the first entry is the default.
 // Every entry spells all its knobs, so a recorded measurement names exactly what ran. With
 // `constant_b` (B is a graph constant) each entry also comes with wpack=1, right after it; the
-// default stays the one that packs inside the call (what a rules-only compiler runs).
+// default stays the one that packs inside the call (what a rules-only compiler runs). With
+// `swappable` (both operands read in place, MatmulSwappable) and B not constant, the space also
+// holds swap=1 schedules, after the others.
 std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& layout, int threads,
-                                          bool constant_b = false);
+                                          bool constant_b = false, bool swappable = false);
 
 }  // namespace fusetune

@@ -54,10 +54,30 @@ bool MatmulWeightsConstant(const Graph& graph, const FusedGroup& group) {
   return (v.kind == ValueKind::kConst || v.kind == ValueKind::kParam) && v.data != nullptr;
 }
 
+ValueId ViewedGroupInput(const Graph& graph, const FusedGroup& group, ValueId v) {
+  for (;;) {
+    if (std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end()) return v;
+    const Value& node = graph.value(v);
+    if (!node.op || !node.op->row_major_view || node.inputs.empty()) return -1;
+    v = node.inputs[0];
+  }
+}
+
+bool MatmulSwapOffered(const Graph& graph, const FusedGroup& group) {
+  if (group.templ != GroupTemplate::kMatmul || group.Horizontal() || group.anchor < 0 ||
+      group.norm >= 0)
+    return false;
+  const Value& anchor = graph.value(group.anchor);
+  return MatmulSwappable(MatmulLayoutOf(graph, group)) &&
+         ViewedGroupInput(graph, group, anchor.inputs.at(0)) >= 0 &&
+         ViewedGroupInput(graph, group, anchor.inputs.at(1)) >= 0;
+}
+
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads) {
   if (group.templ == GroupTemplate::kMatmul) {
-    auto space = MatmulScheduleSpace(MatmulLayoutOf(graph, group), threads,
-                                     MatmulWeightsConstant(graph, group));
+    auto space =
+        MatmulScheduleSpace(MatmulLayoutOf(graph, group), threads,
+                            MatmulWeightsConstant(graph, group), MatmulSwapOffered(graph, group));
     if (!space.empty()) return space;
     return {Schedule{}};
   }

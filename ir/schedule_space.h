@@ -19,6 +19,16 @@ MatmulLayout MatmulLayoutOf(const Graph& graph, const FusedGroup& group);
 // caller binds, but only a weight is worth it and is what the peers pack ahead.
 bool MatmulWeightsConstant(const Graph& graph, const FusedGroup& group);
 
+// The group input whose memory `v` is, itself or through reshapes (OpDef::row_major_view), else
+// -1: an operand the matmul template reads where it lies instead of evaluating it element by
+// element as a prologue.
+ValueId ViewedGroupInput(const Graph& graph, const FusedGroup& group, ValueId v);
+
+// Whether a kMatmul group's product reads both operands in place (ViewedGroupInput, no folded
+// norm, not horizontal) and is one swap=1 applies to (MatmulSwappable): then its space offers
+// the weights read in place (ir/matmul_schedule.h).
+bool MatmulSwapOffered(const Graph& graph, const FusedGroup& group);
+
 // The schedules worth measuring for `group` at `threads` threads; the first is the template's
 // default. Never empty.
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads);

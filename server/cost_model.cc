@@ -28,14 +28,15 @@ double Balance(double tasks, int threads) {
   return tasks / (std::ceil(tasks / threads) * threads);
 }
 
-double MatmulEstimate(const MatmulLayout& l, const Schedule& schedule, const GroupCost& base,
+double MatmulEstimate(const MatmulLayout& layout, const Schedule& schedule, const GroupCost& base,
                       const RooflineTarget& target, int threads) {
   MatmulTiling t;
   try {
-    t = ResolveMatmulTiling(l, schedule, threads);
+    t = ResolveMatmulTiling(layout, schedule, threads);
   } catch (const UserError&) {
     return kInf;
   }
+  const MatmulLayout l = TiledMatmulLayout(layout, t);  // swap=1: the weights are the rows
   const double m = static_cast<double>(l.m), n = static_cast<double>(l.n);
   const double k = static_cast<double>(l.k), batch = static_cast<double>(l.batch);
   const double edge = m / RoundUp(m, t.mr) * (n / RoundUp(n, t.nr));

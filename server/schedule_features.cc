@@ -43,12 +43,13 @@ std::vector<float> ScheduleFeatures(const Graph& graph, const FusedGroup& group,
   f[i++] = Log2(threads);
   // 11..23: the matmul problem and its tiling.
   if (group.templ == GroupTemplate::kMatmul) {
-    const MatmulLayout l = MatmulLayoutOf(graph, group);
-    const MatmulTiling t = ResolveMatmulTiling(l, schedule, threads);
-    f[i++] = Log2(l.m);
-    f[i++] = Log2(l.n);
-    f[i++] = Log2(l.k);
-    f[i++] = Log2(l.batch);
+    const MatmulLayout problem = MatmulLayoutOf(graph, group);
+    const MatmulTiling t = ResolveMatmulTiling(problem, schedule, threads);
+    const MatmulLayout l = TiledMatmulLayout(problem, t);  // what the tiling's knobs describe
+    f[i++] = Log2(problem.m);
+    f[i++] = Log2(problem.n);
+    f[i++] = Log2(problem.k);
+    f[i++] = Log2(problem.batch);
     f[i++] = static_cast<float>(t.mr);
     f[i++] = static_cast<float>(t.nr);
     f[i++] = static_cast<float>(t.kc) / static_cast<float>(l.k);

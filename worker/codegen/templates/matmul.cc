@@ -16,6 +16,7 @@
 #include "ir/error.h"
 #include "ir/group_expr.h"
 #include "ir/matmul_schedule.h"
+#include "ir/schedule_space.h"
 #include "worker/codegen/scalar_lowering.h"
 #include "worker/codegen/templates/horizontal_matmul.h"
 #include "worker/codegen/templates/matmul_emit.h"
@@ -68,18 +69,6 @@ int CountNodes(const ScalarExpr& e, bool& transcendental) {
   int n = 1;
   for (const ScalarExpr& o : e->operands) n += CountNodes(o, transcendental);
   return n;
-}
-
-// The group input whose memory `v` is, itself or through reshapes (OpDef::row_major_view), else
-// -1. Such an operand is read from that input as it is: evaluated as a prologue it would be read
-// element by element, index arithmetic and all, for every task (16 ms more for BERT's QKV dense).
-ValueId ViewedGroupInput(const Graph& graph, const FusedGroup& group, ValueId v) {
-  for (;;) {
-    if (std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end()) return v;
-    const fusetune::Value& node = graph.value(v);
-    if (!node.op || !node.op->row_major_view || node.inputs.empty()) return -1;
-    v = node.inputs[0];
-  }
 }
 
 // Loads every leaf of an inlined prologue expression at scalar coordinates and evaluates it.
@@ -238,6 +227,14 @@ class GroupEpilogue : public TileEpilogue {
     }
   }
 
+  void EmitPrefetchStores(MatmulBuilder& b, const TileVector& v) override {
+    Value* offset = b.CreateAdd(b.CreateMul(v.row, b.getInt64(out_shape_.back())), v.n_start);
+    for (const OutputPlan& out : outputs_) {
+      EmitPrefetchForWrite(b, b.CreateInBoundsGEP(MemoryType(b.getContext(), out.dtype),
+                                                  BufferBase(b, v.buffers, out.buffer), offset));
+    }
+  }
+
   // A few arithmetic nodes and no transcendental function: inline it into every tile.
   bool Cheap() const override {
     int nodes = 0;
@@ -372,6 +369,22 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
     }
     return op;
   };
+  if (desc.tiling.swap) {
+    // swap=1: the emitter computes B·Aᵀ, B (the weights) as its broadcast operand read in place
+    // and A packed, and transposes each tile back before the epilogue.
+    const ValueId a = ViewedGroupInput(graph, group, anchor.inputs[0]);
+    const ValueId w = ViewedGroupInput(graph, group, anchor.inputs[1]);
+    if (group.norm >= 0 || a < 0 || w < 0)
+      throw UserError(
+          "matmul schedule: swap=1 needs both operands read in place (no prologue or folded "
+          "norm in the group)");
+    desc.layout = SwappedMatmulLayout(layout);
+    desc.a = OperandA(desc.layout, buffers.Of(w), false);
+    desc.b = OperandB(desc.layout, buffers.Of(a), false);
+    desc.transposed_out = true;
+    std::unique_ptr<TileEpilogue> epilogue = MakeGroupEpilogue(graph, group, buffers, nullptr);
+    return EmitMatmulFunction(module, desc, *epilogue, target);
+  }
   if (group.norm >= 0) {
     desc.a = OperandA(layout, -1, false);
     desc.pack_a = NormalizedRowsPacker(graph, group, buffers, layout);

@@ -56,18 +56,19 @@ Value* Emitter::LaneMask(int lanes) {
   return llvm::ConstantVector::get(bits);
 }
 
-// tile(a, bp, kcount, first, last, row, n0, buffers, pfp). `pfp`: where the tile's share of the
-// next B block begins (pb knob), one line prefetched per k-loop iteration. `a` points at A(b, m0,
-// k0), `bp` at the packed panel of this k block ([kcount][nr], 64-byte aligned).
+// tile(a, bp, kcount, first, last, row, n0, buffers, pfp, stage). `pfp`: where the tile's share of
+// the next B block begins (pb knob), one line prefetched per k-loop iteration. `a` points at A(b,
+// m0, k0), `bp` at the packed panel of this k block ([kcount][nr], 64-byte aligned). `stage`
+// (swap=1 only): the staging rows of this panel's columns (EmitTransposedTile).
 Function* Emitter::EmitTile(const TileShape& s) {
   std::string name = d_.name + ".tile" + std::to_string(s.rows) + "x" + std::to_string(s.vectors) +
                      (s.last_lanes < kLanes ? "m" + std::to_string(s.last_lanes) : "");
   Function* f = NewFunction(name, Type::getVoidTy(ctx_),
-                            {ptr_, ptr_, i64_, i1_, i1_, i64_, i64_, ptr_, ptr_}, true);
+                            {ptr_, ptr_, i64_, i1_, i1_, i64_, i64_, ptr_, ptr_, ptr_}, true);
   f->addFnAttr(llvm::Attribute::NoInline);
   auto arg = [&](int i) { return f->getArg(i); };
   Value *a = arg(0), *bp = arg(1), *kcount = arg(2), *first = arg(3), *last = arg(4), *row = arg(5),
-        *n0 = arg(6), *buffers = arg(7), *pfp = arg(8);
+        *n0 = arg(6), *buffers = arg(7), *pfp = arg(8), *stage = arg(9);
   for (int i : {0, 1, 7}) f->addParamAttr(i, llvm::Attribute::NoAlias);
   f->addParamAttr(1, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
 
@@ -155,6 +156,19 @@ Function* Emitter::EmitTile(const TileShape& s) {
             {b.CreateGEP(f32_, pfp, offset), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
       }
     }
+    if (d_.transposed_out && steps > 1) {
+      // One output row a k-loop iteration, the tile's output rows in turn (the last again once
+      // they are done): the lines of this tile's group of 16 columns the flush will write.
+      const int64_t out_rows = static_cast<int64_t>(vecs) * kLanes;
+      TileVector v;
+      v.buffers = buffers;
+      v.row =
+          b.CreateAdd(n0, b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                                  b.CreateUDiv(k, I64(steps)), I64(out_rows - 1)));
+      v.n_start = b.CreateSub(row, b.CreateSRem(row, I64(kLanes)));
+      epilogue_.EmitPrefetch(b, v);
+      epilogue_.EmitPrefetchStores(b, v);
+    }
     for (int u = 0; u < steps; ++u) {
       Value* ku = b.CreateAdd(k, I64(u));
       std::vector<Value*> bv(vecs);
@@ -190,7 +204,7 @@ Function* Emitter::EmitTile(const TileShape& s) {
     return std::vector<Value*>(acc_phi.begin(), acc_phi.end());
   };
   std::vector<Value*> acc = init;
-  for (int i = 0; i < rows; ++i) {
+  for (int i = 0; i < rows && !d_.transposed_out; ++i) {
     for (int j = 0; j < vecs; ++j) {
       TileVector v;
       v.buffers = buffers;
@@ -209,6 +223,10 @@ Function* Emitter::EmitTile(const TileShape& s) {
 
   // The finished tile: epilogue and stores after the last k block, partial sums otherwise.
   auto emit_epilogue = [&] {
+    if (d_.transposed_out) {
+      EmitTransposedTile(b, acc, s, stage, b.CreateSRem(row, I64(kLanes)));
+      return;  // the task runs the epilogue on whole staging rows (EmitFlush)
+    }
     if (epilogue_tile_fn_) {
       // A heavy epilogue runs once per tile, from the accumulators spilled to a stack block: one
       // call per tile, its constants loaded once, instead of one call per vector.
@@ -255,6 +273,75 @@ Function* Emitter::EmitTile(const TileShape& s) {
   } else {
     emit_epilogue();  // one k block: `first` and `last` are always true
   }
+  b.CreateRetVoid();
+  return f;
+}
+
+// Three rounds of two-input shuffles (the unpacklo/hi of floats, of float pairs, then 128-bit
+// lanes), 32 per 16 output rows, then one masked store per output row into its staging row at
+// `offset` (the tile's first column within its group of 16).
+void Emitter::EmitTransposedTile(MatmulBuilder& b, const std::vector<Value*>& acc,
+                                 const TileShape& s, Value* stage, Value* offset) {
+  Value* zero = llvm::Constant::getNullValue(vec_);
+  Value* rows_mask = LaneMask(s.rows);
+  auto shuffle = [&](Value* x, Value* y, auto lane_of) {
+    std::vector<int> mask(kLanes);
+    for (int i = 0; i < kLanes; ++i) mask[i] = lane_of(i / 4, i % 4);
+    return b.CreateShuffleVector(x, y, mask);
+  };
+  for (int j = 0; j < s.vectors; ++j) {
+    std::vector<Value*> r(kTransposeRows, zero);
+    for (int i = 0; i < s.rows; ++i) r[i] = acc[i * s.vectors + j];
+    // u[p][h], 128-bit lane q: rows 2p, 2p + 1 at columns 4q + 2h and 4q + 2h + 1, interleaved.
+    Value* u[4][2];
+    for (int p = 0; p < 4; ++p) {
+      for (int h = 0; h < 2; ++h) {
+        u[p][h] = shuffle(r[2 * p], r[2 * p + 1],
+                          [h](int q, int e) { return 4 * q + 2 * h + e / 2 + (e % 2) * kLanes; });
+      }
+    }
+    // v[c][g], lane q: rows 4g .. 4g + 3 at column 4q + c.
+    Value* v[4][2];
+    for (int g = 0; g < 2; ++g) {
+      for (int h = 0; h < 2; ++h) {
+        for (int odd = 0; odd < 2; ++odd) {
+          v[2 * h + odd][g] = shuffle(u[2 * g][h], u[2 * g + 1][h], [odd](int q, int e) {
+            return 4 * q + 2 * odd + e % 2 + (e / 2) * kLanes;
+          });
+        }
+      }
+    }
+    // Column 4q + c: rows 0 .. 3 then 4 .. 7 (lanes 8 .. 15 repeat them: never stored).
+    const int columns = j == s.vectors - 1 ? s.last_lanes : kLanes;
+    for (int col = 0; col < columns; ++col) {
+      const int q = col / 4, c = col % 4;
+      Value* out = shuffle(v[c][0], v[c][1],
+                           [q](int half, int e) { return 4 * q + e + (half % 2) * kLanes; });
+      Value* at = b.CreateAdd(I64((j * kLanes + col) * kStageRow), offset);
+      b.CreateMaskedStore(out, b.CreateInBoundsGEP(f32_, stage, at), llvm::Align(4), rows_mask);
+    }
+  }
+}
+
+// flush(buffers, stage, row0, rows, n_start, lanes): the epilogue of staging rows 0 .. rows - 1
+// (output rows row0 on, columns n_start + lane for lane < lanes); then each row's second half,
+// columns a tile wrote past the group's end, moves to its first.
+Function* Emitter::EmitFlush() {
+  Function* f = NewFunction(d_.name + ".flush", Type::getVoidTy(ctx_),
+                            {ptr_, ptr_, i64_, i64_, i64_, i64_}, true);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  for (int i : {0, 1}) f->addParamAttr(i, llvm::Attribute::NoAlias);
+  Value *buffers = f->getArg(0), *stage = f->getArg(1), *row0 = f->getArg(2), *rows = f->getArg(3),
+        *n_start = f->getArg(4), *lanes = f->getArg(5);
+  MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
+  EmitLoop(b, I64(0), rows, 1, "flush_row", [&](MatmulBuilder& b, Value* i) {
+    Value* first = b.CreateInBoundsGEP(f32_, stage, b.CreateMul(i, I64(kStageRow)));
+    Value* second = b.CreateConstInBoundsGEP1_64(f32_, first, kLanes);
+    Value* v = b.CreateAlignedLoad(vec_, first, llvm::Align(64));
+    b.CreateCall(epilogue_fn_, {buffers, b.CreateAdd(row0, i), n_start, v, lanes});
+    b.CreateAlignedStore(b.CreateAlignedLoad(vec_, second, llvm::Align(64)), first,
+                         llvm::Align(64));
+  });
   b.CreateRetVoid();
   return f;
 }
@@ -311,7 +398,11 @@ Function* Emitter::Emit() {
     EmitBind();
   }
   epilogue_fn_ = EmitEpilogue();
-  if (!epilogue_.Cheap()) epilogue_tile_fn_ = EmitTileEpilogue();
+  if (d_.transposed_out) {
+    flush_fn_ = EmitFlush();
+  } else if (!epilogue_.Cheap()) {
+    epilogue_tile_fn_ = EmitTileEpilogue();
+  }
   Function* task = EmitTask();
   Function* kernel = NewFunction(d_.name, Type::getVoidTy(ctx_), {ptr_}, false);
   MatmulBuilder b(BasicBlock::Create(ctx_, "entry", kernel));
@@ -382,6 +473,16 @@ Value* BufferElementPtr(MatmulBuilder& b, Value* buffers, int index, Value* offs
   Value* base =
       b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, index), llvm::Align(8));
   return b.CreateInBoundsGEP(Type::getFloatTy(ctx), base, offset);
+}
+
+void EmitPrefetchForWrite(MatmulBuilder& b, Value* p) {
+  b.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
+                    {p, b.getInt32(1), b.getInt32(3), b.getInt32(1)});
+}
+
+void StoreEpilogue::EmitPrefetchStores(MatmulBuilder& b, const TileVector& v) {
+  Value* offset = b.CreateAdd(b.CreateMul(v.row, b.getInt64(n_)), v.n_start);
+  EmitPrefetchForWrite(b, BufferElementPtr(b, v.buffers, out_buffer_, offset));
 }
 
 void StoreEpilogue::EmitVector(MatmulBuilder& b, const TileVector& v) {

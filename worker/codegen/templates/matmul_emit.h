@@ -15,6 +15,7 @@
 //     acc = first ? 0 : partial sums      rows x vectors <16 x float> accumulators in registers
 //     k loop (ku steps per iteration)     broadcast A(m, k), load packed B row, FMA
 //     last ? epilogue(vector by vector) : store partial sums
+//   (swap=1: the tile transposed in registers first, the epilogue then run on rows of output)
 #include <functional>
 #include <string>
 #include <vector>
@@ -84,6 +85,10 @@ class TileEpilogue {
   // overlaps the FMAs instead of stalling the epilogue (an unfused read of the same tensor
   // streams and is prefetched by the hardware; scattered tile rows are not).
   virtual void EmitPrefetch(MatmulBuilder&, const TileVector&) {}
+  // Prefetches for writing the lines this epilogue will store `v` into (`acc` and `mask` unset).
+  // swap=1 stores a group of 16 columns of every output row at once, rows N apart, where the
+  // hardware's stream detection does not follow: the tiles before it take the lines ahead.
+  virtual void EmitPrefetchStores(MatmulBuilder&, const TileVector&) {}
   // Small enough to inline at every call (a store, a select): no call in the tile's epilogue.
   virtual bool Cheap() const = 0;
 };
@@ -93,6 +98,7 @@ class StoreEpilogue : public TileEpilogue {
  public:
   StoreEpilogue(int out_buffer, int64_t n) : out_buffer_(out_buffer), n_(n) {}
   void EmitVector(MatmulBuilder& builder, const TileVector& v) override;
+  void EmitPrefetchStores(MatmulBuilder& builder, const TileVector& v) override;
   bool Cheap() const override { return true; }
 
  private:
@@ -126,6 +132,11 @@ struct MatmulKernelDesc {
   // A float32 output of shape [batch * M, N] that holds partial sums between k blocks. -1 when
   // the group has none: the emitter then uses one k block (kc = K).
   int acc_buffer = -1;
+  // swap=1 (ir/matmul_schedule.h): `layout` is the swapped product, whose rows are the group's
+  // output columns and whose columns its output rows. Each finished tile is transposed in
+  // registers, and the epilogue sees vectors of the output's rows as always (lanes: the tile's
+  // rows). One batch, one k block, at most 8 tile rows.
+  bool transposed_out = false;
 };
 
 // Emits the kernel `void name(void** buffers)` and its helpers into `module`, marked for `target`.
@@ -135,6 +146,8 @@ llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc&
 // Load/store helpers shared with epilogues: a float pointer to buffers[index] + offset floats.
 llvm::Value* BufferElementPtr(MatmulBuilder& builder, llvm::Value* buffers, int index,
                               llvm::Value* offset);
+// A prefetch for writing of the line at `p`, into L1.
+void EmitPrefetchForWrite(MatmulBuilder& builder, llvm::Value* p);
 
 // for (i = start; i < end; i += step) body(i), at the builder's position (i64 counter); a
 // `loop_md` marks the back edge (e.g. llvm.loop.unroll.disable).

@@ -21,6 +21,9 @@
 namespace fusetune::codegen::matmul_detail {
 
 constexpr int kLanes = 16;
+constexpr int kTransposeRows = 8;  // swap=1's in-register transpose: 8 rows x 16 lanes
+// swap=1's staging row per output row: a group of 16 columns and what a tile writes past it.
+constexpr int kStageRow = 2 * kLanes;
 
 using llvm::BasicBlock;
 using llvm::Function;
@@ -83,6 +86,9 @@ class Emitter {
     }
     FT_CHECK(k_blocks_ == 1 || d_.acc_buffer >= 0,
              "matmul: k blocks need a float32 output for partial sums");
+    FT_CHECK(!d_.transposed_out ||
+                 (k_blocks_ == 1 && t_.mr <= kTransposeRows && l_.batch == 1 && !t_.wpack),
+             "matmul: a transposed output needs one batch, one k block, at most 8 tile rows");
   }
 
   Function* Emit();
@@ -101,6 +107,15 @@ class Emitter {
   Value* PackedBlockOffset(MatmulBuilder& b, Value* bi, Value* nb, Value* kb);
   // The packed copy bound to this call's B, or null: the slot whose source is buffers[B].
   Value* BoundPacked(MatmulBuilder& b, Value* b_base);
+  // swap=1. A tile's columns are output rows and its rows output columns: each tile is
+  // transposed in registers and its rows stored into per-thread staging rows (kStageRow floats
+  // per output row of the task's n block, at the tile's first column mod 16), and whenever the
+  // tiles have finished a group of 16 output columns the task flushes it: the epilogue then sees
+  // whole 16-lane rows of output, stored as whole cache lines. (Stored by the tile itself, a few
+  // floats to each of 64 rows N floats apart, the rows fell into one L1 set at N = 3072.)
+  void EmitTransposedTile(MatmulBuilder& b, const std::vector<Value*>& acc, const TileShape& s,
+                          Value* stage, Value* offset);
+  Function* EmitFlush();
   Function* EmitEpilogue();
   Function* EmitTileEpilogue();
   Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v); }
@@ -134,6 +149,7 @@ class Emitter {
   llvm::GlobalVariable* bound_packed_ = nullptr;  // [kBoundWeightSlots x ptr]: its packed copy
   Function* epilogue_fn_ = nullptr;
   Function* epilogue_tile_fn_ = nullptr;  // set for heavy epilogues
+  Function* flush_fn_ = nullptr;          // set for swap=1
 };
 
 }  // namespace fusetune::codegen::matmul_detail

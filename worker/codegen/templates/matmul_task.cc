@@ -28,7 +28,9 @@ Function* Emitter::EmitTask() {
   const int64_t panels = (nc + nr - 1) / nr;
   const int64_t b_bytes = (panels * nr * kc * 4 + 63) / 64 * 64;
   const bool a_in_scratch = d_.a.compute || d_.pack_a;
-  const int64_t scratch_bytes = b_bytes + (a_in_scratch ? mc * kc * 4 : 0);
+  const int64_t a_bytes = a_in_scratch ? (mc * kc * 4 + 63) / 64 * 64 : 0;
+  const int64_t stage_bytes = d_.transposed_out ? nc * kStageRow * 4 : 0;
+  const int64_t scratch_bytes = b_bytes + a_bytes + stage_bytes;
 
   auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
   auto* pack_type = llvm::FunctionType::get(Type::getVoidTy(ctx_),
@@ -40,6 +42,9 @@ Function* Emitter::EmitTask() {
   Value* a_packed = a_in_scratch
                         ? b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, b_bytes, "a_packed")
                         : nullptr;
+  Value* stage = d_.transposed_out ? b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch,
+                                                                  b_bytes + a_bytes, "stage")
+                                   : llvm::Constant::getNullValue(ptr_);
   auto base_of = [&](const MatmulOperand& op) -> Value* {
     if (op.compute || op.buffer < 0) return llvm::Constant::getNullValue(ptr_);
     return b.CreateAlignedLoad(ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, op.buffer),
@@ -263,16 +268,56 @@ Function* Emitter::EmitTask() {
           share = b.CreateMul(first_row, I64(stream_row_stride_));
         }
         Value* pfp = b.CreateGEP(f32_, pf_block, share);
+        Value* tile_stage =
+            d_.transposed_out
+                ? b.CreateInBoundsGEP(f32_, stage, b.CreateMul(b.CreateSub(n, nb0), I64(kStageRow)))
+                : stage;
         b.CreateCall(tile_type, fn,
-                     {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers, pfp});
+                     {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers, pfp,
+                      tile_stage});
+      };
+      // swap=1: after the tile at m, the staged output rows [n, n_stop) are flushed when the
+      // tiles have finished their group of 16 output columns (a task's m block starts a group).
+      auto flush_after = [&](MatmulBuilder& b, Value* m, Value* n, Value* n_stop) {
+        if (!d_.transposed_out) return;
+        Value* next = b.CreateAdd(m, I64(mr));
+        Value* group = b.CreateSub(m, b.CreateSRem(m, I64(kLanes)));
+        Value* done = b.CreateOr(b.CreateICmpSGE(next, b.CreateAdd(group, I64(kLanes))),
+                                 b.CreateICmpSGE(next, m_end));
+        // The task's last tile may reach into the next group: that one is flushed too.
+        Value* next_group = b.CreateAdd(group, I64(kLanes));
+        Value* tail = b.CreateAnd(b.CreateICmpSGE(next, m_end), b.CreateICmpSGT(m_end, next_group));
+        auto flush_if = [&](Value* cond, Value* start) {
+          BasicBlock* flush = BasicBlock::Create(ctx_, "flush", f);
+          BasicBlock* go_on = BasicBlock::Create(ctx_, "flushed", f);
+          b.CreateCondBr(cond, flush, go_on);
+          b.SetInsertPoint(flush);
+          Value* lanes = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, I64(kLanes),
+                                                 b.CreateSub(I64(l_.m), start));
+          b.CreateCall(
+              flush_fn_,
+              {buffers,
+               b.CreateInBoundsGEP(f32_, stage, b.CreateMul(b.CreateSub(n, nb0), I64(kStageRow))),
+               n, b.CreateSub(n_stop, n), start, lanes});
+          b.CreateBr(go_on);
+          b.SetInsertPoint(go_on);
+        };
+        flush_if(done, group);
+        flush_if(tail, next_group);
       };
       if (t_.loop == 0) {
         EmitLoop(b, m0, m_end, mr, "m", [&](MatmulBuilder& b, Value* m) {
           EmitLoop(b, nb0, n_end, nr, "n", [&](MatmulBuilder& b, Value* n) { call_tile(b, m, n); });
+          flush_after(b, m, nb0, n_end);
         });
       } else {
         EmitLoop(b, nb0, n_end, nr, "n", [&](MatmulBuilder& b, Value* n) {
-          EmitLoop(b, m0, m_end, mr, "m", [&](MatmulBuilder& b, Value* m) { call_tile(b, m, n); });
+          EmitLoop(b, m0, m_end, mr, "m", [&](MatmulBuilder& b, Value* m) {
+            call_tile(b, m, n);
+            flush_after(
+                b, m, n,
+                b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(n, I64(nr)), n_end));
+          });
         });
       }
     });
