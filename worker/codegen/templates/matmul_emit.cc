@@ -324,8 +324,9 @@ void Emitter::EmitTransposedTile(MatmulBuilder& b, const std::vector<Value*>& ac
 }
 
 // flush(buffers, stage, row0, rows, n_start, lanes): the epilogue of staging rows 0 .. rows - 1
-// (output rows row0 on, columns n_start + lane for lane < lanes); then each row's second half,
-// columns a tile wrote past the group's end, moves to its first.
+// (output rows row0 on, columns n_start + lane for lane < lanes); then, where tiles can straddle
+// two groups (mr not dividing 16), each row's second half, the columns a tile wrote past the
+// group's end, moves to its first.
 Function* Emitter::EmitFlush() {
   Function* f = NewFunction(d_.name + ".flush", Type::getVoidTy(ctx_),
                             {ptr_, ptr_, i64_, i64_, i64_, i64_}, true);
@@ -336,11 +337,13 @@ Function* Emitter::EmitFlush() {
   MatmulBuilder b(BasicBlock::Create(ctx_, "entry", f));
   EmitLoop(b, I64(0), rows, 1, "flush_row", [&](MatmulBuilder& b, Value* i) {
     Value* first = b.CreateInBoundsGEP(f32_, stage, b.CreateMul(i, I64(kStageRow)));
-    Value* second = b.CreateConstInBoundsGEP1_64(f32_, first, kLanes);
     Value* v = b.CreateAlignedLoad(vec_, first, llvm::Align(64));
     b.CreateCall(epilogue_fn_, {buffers, b.CreateAdd(row0, i), n_start, v, lanes});
-    b.CreateAlignedStore(b.CreateAlignedLoad(vec_, second, llvm::Align(64)), first,
-                         llvm::Align(64));
+    if (kLanes % t_.mr != 0) {
+      Value* second = b.CreateConstInBoundsGEP1_64(f32_, first, kLanes);
+      b.CreateAlignedStore(b.CreateAlignedLoad(vec_, second, llvm::Align(64)), first,
+                           llvm::Align(64));
+    }
   });
   b.CreateRetVoid();
   return f;
