@@ -35,10 +35,9 @@
 //           of the weights, the smaller copy when M < N; each finished tile is transposed in
 //           registers before the epilogue, which sees the usual rows of output. Every other knob
 //           then describes the swapped problem (mr rows of N, nr columns of M); one k block
-//           (kc = K: partial sums would need the output in the other layout), mr <= 8. At M = 64
-//           on Zen 5 it ran BERT's denses at 89-96% of the FMA peak where packing the weights in
-//           the call ran them at 76-84% (BENCHMARKS.md, "Weights read in place"). Spelled only
-//           as swap=1
+//           (kc = K: partial sums would need the output in the other layout), mr <= 8. On Zen 5
+//           BERT's denses with a bias ran 5-9% faster on it at M = 64 and up to 5% at M = 128,
+//           at 2 threads 5-21% (BENCHMARKS.md, "Weights read in place"). Spelled only as swap=1
 #include <cstdint>
 #include <optional>
 #include <vector>

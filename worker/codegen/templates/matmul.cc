@@ -372,15 +372,15 @@ llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const
   if (desc.tiling.swap) {
     // swap=1: the emitter computes B·Aᵀ, B (the weights) as its broadcast operand read in place
     // and A packed, and transposes each tile back before the epilogue.
-    const ValueId a = ViewedGroupInput(graph, group, anchor.inputs[0]);
-    const ValueId w = ViewedGroupInput(graph, group, anchor.inputs[1]);
-    if (group.norm >= 0 || a < 0 || w < 0)
+    if (!MatmulSwapOffered(graph, group))
       throw UserError(
           "matmul schedule: swap=1 needs both operands read in place (no prologue or folded "
           "norm in the group)");
     desc.layout = SwappedMatmulLayout(layout);
-    desc.a = OperandA(desc.layout, buffers.Of(w), false);
-    desc.b = OperandB(desc.layout, buffers.Of(a), false);
+    desc.a =
+        OperandA(desc.layout, buffers.Of(ViewedGroupInput(graph, group, anchor.inputs[1])), false);
+    desc.b =
+        OperandB(desc.layout, buffers.Of(ViewedGroupInput(graph, group, anchor.inputs[0])), false);
     desc.transposed_out = true;
     std::unique_ptr<TileEpilogue> epilogue = MakeGroupEpilogue(graph, group, buffers, nullptr);
     return EmitMatmulFunction(module, desc, *epilogue, target);
