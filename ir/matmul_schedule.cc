@@ -138,7 +138,7 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& layout, const Schedule& s, 
   const MatmulLayout l = t.swap ? SwappedMatmulLayout(layout) : layout;
   int64_t mr = s.Get("mr", 0), nr = s.Get("nr", 0);
   if (mr == 0 && nr == 0) nr = l.n <= 16 ? 16 : l.n <= 32 ? 32 : 64;
-  if (mr == 0) mr = t.swap ? std::min<int64_t>(8, DefaultMr(nr)) : DefaultMr(nr);
+  if (mr == 0) mr = DefaultMr(nr);  // at most 8 rows: swap=1's transpose too
   if (nr == 0) nr = DefaultNr(mr, l);
   if (nr % kLanes != 0)
     throw UserError(fmt::format("matmul schedule: nr={} is not a multiple of {}", nr, kLanes));

@@ -230,8 +230,11 @@ class GroupEpilogue : public TileEpilogue {
   void EmitPrefetchStores(MatmulBuilder& b, const TileVector& v) override {
     Value* offset = b.CreateAdd(b.CreateMul(v.row, b.getInt64(out_shape_.back())), v.n_start);
     for (const OutputPlan& out : outputs_) {
-      EmitPrefetchForWrite(b, b.CreateInBoundsGEP(MemoryType(b.getContext(), out.dtype),
-                                                  BufferBase(b, v.buffers, out.buffer), offset));
+      Value* p = b.CreateInBoundsGEP(MemoryType(b.getContext(), out.dtype),
+                                     BufferBase(b, v.buffers, out.buffer), offset);
+      // write, locality 3 (prefetchw: into L1 owned), data
+      b.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
+                        {p, b.getInt32(1), b.getInt32(3), b.getInt32(1)});
     }
   }
 
@@ -327,10 +330,7 @@ std::unique_ptr<TileEpilogue> MakeGroupEpilogue(const Graph& graph, const FusedG
 
 MatmulLayout GroupMatmulLayout(const Graph& graph, const FusedGroup& group) {
   FT_CHECK(group.templ == GroupTemplate::kMatmul && group.anchor >= 0, "not a matmul group");
-  const fusetune::Value& anchor = graph.value(group.anchor);
-  std::vector<TensorType> in_types;
-  for (ValueId v : anchor.inputs) in_types.push_back(graph.value(v).type);
-  return anchor.op->matmul(in_types, anchor.attrs);
+  return MatmulLayoutOf(graph, group);
 }
 
 llvm::Function* EmitMatmulKernel(llvm::Module& module, const Graph& graph, const FusedGroup& group,

@@ -478,16 +478,6 @@ Value* BufferElementPtr(MatmulBuilder& b, Value* buffers, int index, Value* offs
   return b.CreateInBoundsGEP(Type::getFloatTy(ctx), base, offset);
 }
 
-void EmitPrefetchForWrite(MatmulBuilder& b, Value* p) {
-  b.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
-                    {p, b.getInt32(1), b.getInt32(3), b.getInt32(1)});
-}
-
-void StoreEpilogue::EmitPrefetchStores(MatmulBuilder& b, const TileVector& v) {
-  Value* offset = b.CreateAdd(b.CreateMul(v.row, b.getInt64(n_)), v.n_start);
-  EmitPrefetchForWrite(b, BufferElementPtr(b, v.buffers, out_buffer_, offset));
-}
-
 void StoreEpilogue::EmitVector(MatmulBuilder& b, const TileVector& v) {
   Value* offset = b.CreateAdd(b.CreateMul(v.row, b.getInt64(n_)), v.n_start);
   b.CreateMaskedStore(v.acc, BufferElementPtr(b, v.buffers, out_buffer_, offset), llvm::Align(4),

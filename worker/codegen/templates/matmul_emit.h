@@ -98,7 +98,6 @@ class StoreEpilogue : public TileEpilogue {
  public:
   StoreEpilogue(int out_buffer, int64_t n) : out_buffer_(out_buffer), n_(n) {}
   void EmitVector(MatmulBuilder& builder, const TileVector& v) override;
-  void EmitPrefetchStores(MatmulBuilder& builder, const TileVector& v) override;
   bool Cheap() const override { return true; }
 
  private:
@@ -146,8 +145,6 @@ llvm::Function* EmitMatmulFunction(llvm::Module& module, const MatmulKernelDesc&
 // Load/store helpers shared with epilogues: a float pointer to buffers[index] + offset floats.
 llvm::Value* BufferElementPtr(MatmulBuilder& builder, llvm::Value* buffers, int index,
                               llvm::Value* offset);
-// A prefetch for writing of the line at `p`, into L1.
-void EmitPrefetchForWrite(MatmulBuilder& builder, llvm::Value* p);
 
 // for (i = start; i < end; i += step) body(i), at the builder's position (i64 counter); a
 // `loop_md` marks the back edge (e.g. llvm.loop.unroll.disable).

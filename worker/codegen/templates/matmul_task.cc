@@ -45,6 +45,10 @@ Function* Emitter::EmitTask() {
   Value* stage = d_.transposed_out ? b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch,
                                                                   b_bytes + a_bytes, "stage")
                                    : llvm::Constant::getNullValue(ptr_);
+  // swap=1: the staging rows of the output rows from n on, in a task's n block from nb0.
+  auto stage_rows = [&](MatmulBuilder& b, Value* n, Value* nb0) {
+    return b.CreateInBoundsGEP(f32_, stage, b.CreateMul(b.CreateSub(n, nb0), I64(kStageRow)));
+  };
   auto base_of = [&](const MatmulOperand& op) -> Value* {
     if (op.compute || op.buffer < 0) return llvm::Constant::getNullValue(ptr_);
     return b.CreateAlignedLoad(ptr_, b.CreateConstInBoundsGEP1_64(ptr_, buffers, op.buffer),
@@ -268,10 +272,7 @@ Function* Emitter::EmitTask() {
           share = b.CreateMul(first_row, I64(stream_row_stride_));
         }
         Value* pfp = b.CreateGEP(f32_, pf_block, share);
-        Value* tile_stage =
-            d_.transposed_out
-                ? b.CreateInBoundsGEP(f32_, stage, b.CreateMul(b.CreateSub(n, nb0), I64(kStageRow)))
-                : stage;
+        Value* tile_stage = d_.transposed_out ? stage_rows(b, n, nb0) : stage;
         b.CreateCall(tile_type, fn,
                      {a_ptr, bp, k_count, first, last, b.CreateAdd(row_base, m), n, buffers, pfp,
                       tile_stage});
@@ -294,11 +295,8 @@ Function* Emitter::EmitTask() {
           b.SetInsertPoint(flush);
           Value* lanes = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, I64(kLanes),
                                                  b.CreateSub(I64(l_.m), start));
-          b.CreateCall(
-              flush_fn_,
-              {buffers,
-               b.CreateInBoundsGEP(f32_, stage, b.CreateMul(b.CreateSub(n, nb0), I64(kStageRow))),
-               n, b.CreateSub(n_stop, n), start, lanes});
+          b.CreateCall(flush_fn_,
+                       {buffers, stage_rows(b, n, nb0), n, b.CreateSub(n_stop, n), start, lanes});
           b.CreateBr(go_on);
           b.SetInsertPoint(go_on);
         };
