@@ -196,6 +196,9 @@ std::optional<Schedule> WeightsPackedTwin(const Schedule& s) {
 Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
                              const MatmulLayout& to, int threads) {
   const MatmulTiling was = ResolveMatmulTiling(from, tuned, threads);
+  // Below a vector of A's rows swap=1 leaves most lanes idle (MatmulScheduleSpace offers none
+  // there): the rules' kernel instead.
+  if (was.swap && to.m < kLanes) return ToSchedule(ResolveMatmulTiling(to, Schedule{}, threads));
   // The choices that do not depend on the problem's size.
   Schedule policy;
   policy.Set("mr", was.mr);
@@ -260,7 +263,10 @@ std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads, bo
   }
   // Weights read in place (swap=1), for weights the kernel cannot pack ahead: the tiles that
   // fit the 8-row transpose, each with the L1 block and with the L2 block and n panels outer.
-  if (swappable && !constant_b && MatmulSwappable(l)) {
+  // Not below a vector of activation rows: the swapped tile's columns are A's rows, so every FMA
+  // would use m of its 16 lanes (FFN 1's shape, M = 8: 1.09-1.48x greedy's time; M = 1, a
+  // decoded token: 1.6x; M = 16: 0.79-0.83x).
+  if (swappable && !constant_b && MatmulSwappable(l) && l.m >= kLanes) {
     Schedule swapped;
     swapped.Set("swap", 1);
     add_one(swapped);

@@ -88,8 +88,9 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& layout, const Schedule& sch
 // the register tile, unroll and loop order are kept (clamped to the new problem); a k block, m
 // block or n block that was the default for `from` (whole K, balanced blocks, the L1 or L2 budget)
 // becomes the default for `to`, and one that was chosen otherwise keeps its size, clamped. Every
-// knob is spelled, as in MatmulScheduleSpace. Throws UserError when `tuned` is not a valid
-// schedule for `from`.
+// knob is spelled, as in MatmulScheduleSpace. A swap=1 schedule adapted to fewer than 16 rows of A,
+// where the space offers no swap, becomes the default. Throws UserError when `tuned` is not a
+// valid schedule for `from`.
 Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
                              const MatmulLayout& to, int threads);
 
@@ -103,7 +104,7 @@ std::optional<Schedule> WeightsPackedTwin(const Schedule& s);
 // `constant_b` (B is a graph constant) each entry also comes with wpack=1, right after it; the
 // default stays the one that packs inside the call (what a rules-only compiler runs). With
 // `swappable` (both operands read in place, MatmulSwappable) and B not constant, the space also
-// holds swap=1 schedules, after the others.
+// holds swap=1 schedules, after the others, where A has at least 16 rows.
 std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& layout, int threads,
                                           bool constant_b = false, bool swappable = false);
 

@@ -107,6 +107,11 @@ TEST(Swap, TheTilingDescribesTheSwappedProblem) {
   MatmulLayout small = l;
   small.n = 100;
   EXPECT_EQ(AdaptMatmulSchedule(l, spelled, small, 2).Get("swap", 0), 1);
+  // Adapted to a decoded token (M = 1), the default schedule, as the space there holds no swap.
+  MatmulLayout token = l;
+  token.m = 1;
+  EXPECT_EQ(AdaptMatmulSchedule(l, spelled, token, 2), MatmulScheduleSpace(token, 2).front());
+  EXPECT_EQ(AdaptMatmulSchedule(l, spelled, token, 2).Get("swap", 0), 0);
 }
 
 TEST(Swap, RefusesWhatItCannotCompute) {
@@ -157,6 +162,12 @@ TEST(Swap, OfferedForDensesWhoseWeightsAreNotBound) {
   const MatmulLayout l = MatmulLayoutOf(graph, group);
   EXPECT_EQ(swapped(MatmulScheduleSpace(l, 1, /*constant_b=*/true, /*swappable=*/true)), 0);
   EXPECT_EQ(swapped(MatmulScheduleSpace(l, 1, false, /*swappable=*/false)), 0);
+  // Fewer activation rows than a vector's lanes: a swapped tile would leave most lanes idle.
+  MatmulLayout few_rows = l;
+  few_rows.m = 15;
+  EXPECT_EQ(swapped(MatmulScheduleSpace(few_rows, 1, false, true)), 0);
+  few_rows.m = 16;
+  EXPECT_GE(swapped(MatmulScheduleSpace(few_rows, 1, false, true)), 4);
   // Every schedule the space offers compiles and agrees with the reference.
   for (const Schedule& s : space) {
     if (s.Get("swap", 0) == 1) EXPECT_LT(SwappedError(Dense(64, 96, 80, kBias), s, 2), 1e-3);
