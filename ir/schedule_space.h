@@ -26,7 +26,7 @@ ValueId ViewedGroupInput(const Graph& graph, const FusedGroup& group, ValueId v)
 
 // Whether a kMatmul group's product reads both operands in place (ViewedGroupInput, no folded
 // norm, not horizontal) and is one swap=1 applies to (MatmulSwappable): then its space offers
-// the weights read in place (ir/matmul_schedule.h).
+// the weights read in place where A has 16 rows or more (ir/matmul_schedule.h).
 bool MatmulSwapOffered(const Graph& graph, const FusedGroup& group);
 
 // The schedules worth measuring for `group` at `threads` threads; the first is the template's
