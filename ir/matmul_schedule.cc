@@ -44,6 +44,12 @@ int64_t DefaultNr(int64_t mr, const MatmulLayout& l) {
   return kLanes;
 }
 
+// Whether swap=1 can pay for `l` (unswapped): the swapped tile's columns are A's rows, so below a
+// vector of them every FMA would use m of its 16 lanes (FFN 1's shape, M = 8: 1.09-1.48x greedy's
+// time; M = 1, a decoded token: 1.6x; M = 16: 0.79-0.83x). MatmulScheduleSpace offers no swap
+// where it cannot, and AdaptMatmulSchedule does not carry one there.
+bool SwapCanPay(const MatmulLayout& l) { return l.m >= kLanes; }
+
 // 16 accumulators: 4 x 64 (measured best here for K = 64 and 768), 8 x 32, 8 x 16.
 int64_t DefaultMr(int64_t nr) { return std::clamp<int64_t>(16 / (nr / kLanes), 1, 8); }
 
@@ -196,9 +202,8 @@ std::optional<Schedule> WeightsPackedTwin(const Schedule& s) {
 Schedule AdaptMatmulSchedule(const MatmulLayout& from, const Schedule& tuned,
                              const MatmulLayout& to, int threads) {
   const MatmulTiling was = ResolveMatmulTiling(from, tuned, threads);
-  // Below a vector of A's rows swap=1 leaves most lanes idle (MatmulScheduleSpace offers none
-  // there): the rules' kernel instead.
-  if (was.swap && to.m < kLanes) return ToSchedule(ResolveMatmulTiling(to, Schedule{}, threads));
+  // Where swap=1 cannot pay, the rules' kernel instead.
+  if (was.swap && !SwapCanPay(to)) return ToSchedule(ResolveMatmulTiling(to, Schedule{}, threads));
   // The choices that do not depend on the problem's size.
   Schedule policy;
   policy.Set("mr", was.mr);
@@ -263,10 +268,7 @@ std::vector<Schedule> MatmulScheduleSpace(const MatmulLayout& l, int threads, bo
   }
   // Weights read in place (swap=1), for weights the kernel cannot pack ahead: the tiles that
   // fit the 8-row transpose, each with the L1 block and with the L2 block and n panels outer.
-  // Not below a vector of activation rows: the swapped tile's columns are A's rows, so every FMA
-  // would use m of its 16 lanes (FFN 1's shape, M = 8: 1.09-1.48x greedy's time; M = 1, a
-  // decoded token: 1.6x; M = 16: 0.79-0.83x).
-  if (swappable && !constant_b && MatmulSwappable(l) && l.m >= kLanes) {
+  if (swappable && !constant_b && MatmulSwappable(l) && SwapCanPay(l)) {
     Schedule swapped;
     swapped.Set("swap", 1);
     add_one(swapped);
