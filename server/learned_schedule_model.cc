@@ -15,6 +15,7 @@
 #include "ir/error.h"
 #include "ir/text/signature.h"
 #include "server/noise.h"
+#include "server/schedule_features.h"
 
 namespace fusetune {
 namespace {
@@ -68,12 +69,16 @@ std::unique_ptr<LearnedScheduleModel> LearnedScheduleModel::Train(
     const std::vector<ScheduleSample>& samples) {
   std::vector<float> x, labels;
   std::vector<unsigned> sizes;
+  std::set<KnobValue> seen;
   for (const auto& [key, members] : ByGroup(samples)) {
     if (members.size() < 2) continue;
     double slowest = 0;
     for (size_t i : members) slowest = std::max(slowest, samples[i].median_us);
     for (size_t i : members) {
-      x.insert(x.end(), samples[i].features.begin(), samples[i].features.end());
+      const std::vector<float>& f = samples[i].features;
+      if (f.size() == kScheduleFeatureCount)
+        for (int k : kKnobFeatures) seen.emplace(FeatureTemplate(f), k, f[k]);
+      x.insert(x.end(), f.begin(), f.end());
       labels.push_back(std::round(8 * std::log2(slowest / samples[i].median_us)));
     }
     sizes.push_back(static_cast<unsigned>(members.size()));
@@ -102,7 +107,15 @@ std::unique_ptr<LearnedScheduleModel> LearnedScheduleModel::Train(
     throw;
   }
   XGDMatrixFree(data);
-  return std::unique_ptr<LearnedScheduleModel>(new LearnedScheduleModel(booster));
+  return std::unique_ptr<LearnedScheduleModel>(new LearnedScheduleModel(booster, std::move(seen)));
+}
+
+bool LearnedScheduleModel::Knows(const std::vector<float>& features) const {
+  if (features.size() != kScheduleFeatureCount) return true;
+  const int templ = FeatureTemplate(features);
+  for (int k : kKnobFeatures)
+    if (!seen_.count({templ, k, features[k]})) return false;
+  return true;
 }
 
 std::vector<double> LearnedScheduleModel::Score(

@@ -11,7 +11,9 @@
 // and of the roofline's order with the measured times (`fusetune cache model`). The tuner uses it
 // only where it beat the roofline on that held-out split (server/schedule_model.h).
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace fusetune {
@@ -37,9 +39,18 @@ class LearnedScheduleModel {
   // Lower is predicted faster; only the order among one group's schedules means anything.
   std::vector<double> Score(const std::vector<std::vector<float>>& features) const;
 
+  // Whether the training held every knob value of `features` (server/schedule_features.h's
+  // kKnobFeatures) for its template. A value it never saw (swap=1 where only sizes below 16 rows
+  // were tuned) is one no tree split on: its score says nothing. True for features of another
+  // layout than ScheduleFeatures' (tests' own).
+  bool Knows(const std::vector<float>& features) const;
+
  private:
-  explicit LearnedScheduleModel(void* booster) : booster_(booster) {}
+  using KnobValue = std::tuple<int, int, float>;  // template, feature, value
+  LearnedScheduleModel(void* booster, std::set<KnobValue> seen)
+      : booster_(booster), seen_(std::move(seen)) {}
   void* booster_;  // BoosterHandle
+  std::set<KnobValue> seen_;
 };
 
 // How well an order matches the measured times, over the groups of a set of samples.

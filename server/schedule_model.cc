@@ -66,6 +66,14 @@ ScheduleRanker ScheduleRanker::FromStore(const TuneCache& cache, RooflineTarget 
   return ranker;
 }
 
+ScheduleRanker ScheduleRanker::WithModel(std::shared_ptr<const LearnedScheduleModel> model,
+                                         RooflineTarget roofline, int threads) {
+  ScheduleRanker ranker(roofline, threads);
+  ranker.state_->trained = true;
+  ranker.state_->learned = std::move(model);
+  return ranker;
+}
+
 std::string ScheduleRanker::name() const {
   if (state_->learned) return "learned";
   return state_->cache && !state_->trained ? "" : "roofline";
@@ -91,21 +99,34 @@ std::vector<Schedule> ScheduleRanker::Rank(const Graph& graph, const FusedGroup&
   if (space.size() <= 2) return space;
   TrainOnce();
   const LearnedScheduleModel* learned = state_->learned.get();
-  std::vector<double> score;
+  std::vector<double> score(space.size());
+  // Schedules with a knob value the model never trained on: ordered by the roofline, and given
+  // every other place from the first, so the tune measures what the store has no evidence about.
+  std::vector<bool> unseen(space.size(), false);
   if (learned) {
     std::vector<std::vector<float>> features;
     for (const Schedule& s : space) features.push_back(ScheduleFeatures(graph, group, s, threads_));
     score = learned->Score(features);
-  } else {
-    for (const Schedule& s : space)
-      score.push_back(EstimateSchedule(graph, group, s, roofline_, threads_));
+    for (size_t i = 1; i < space.size(); ++i) unseen[i] = !learned->Knows(features[i]);
   }
-  std::vector<size_t> order(space.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin() + 1, order.end(),
-                   [&](size_t a, size_t b) { return score[a] < score[b]; });
-  std::vector<Schedule> ranked;
-  for (size_t i : order) ranked.push_back(std::move(space[i]));
+  for (size_t i = 0; i < space.size(); ++i)
+    if (!learned || unseen[i])
+      score[i] = EstimateSchedule(graph, group, space[i], roofline_, threads_);
+  std::vector<size_t> known, novel;
+  for (size_t i = 1; i < space.size(); ++i) (unseen[i] ? novel : known).push_back(i);
+  auto by_score = [&](size_t a, size_t b) { return score[a] < score[b]; };
+  std::stable_sort(known.begin(), known.end(), by_score);
+  std::stable_sort(novel.begin(), novel.end(), by_score);
+  if (!novel.empty())
+    spdlog::debug(
+        "schedule ranking: {} of {} schedules of a {} group hold knob values the model "
+        "never trained on; they alternate with its order, from the first",
+        novel.size(), space.size(), TemplateName(group.templ));
+  std::vector<Schedule> ranked = {std::move(space[0])};
+  for (size_t k = 0, n = 0; k < known.size() || n < novel.size();) {
+    if (n < novel.size()) ranked.push_back(std::move(space[novel[n++]]));
+    if (k < known.size()) ranked.push_back(std::move(space[known[k++]]));
+  }
   return ranked;
 }
 

@@ -18,6 +18,7 @@
 #include "model_backend.h"
 #include "server/cost_model.h"
 #include "server/learned_schedule_model.h"
+#include "server/schedule_features.h"
 #include "server/schedule_model.h"
 #include "server/schedule_search.h"
 #include "server/tune_cache.h"
@@ -131,6 +132,36 @@ TEST(ScheduleRanking, TheDefaultStaysFirstAndTheOrderIsAPermutation) {
   EXPECT_EQ(ranker.name(), "roofline");
 }
 
+TEST(ScheduleFeatures, EveryTemplateAndKnobHasItsOwnFeature) {
+  Graph dense = Dense(64, 768, 768);
+  const FusedGroup d = WholeGroup(dense);
+  const std::vector<float> plain = ScheduleFeatures(dense, d, Schedule{}, 1);
+  const std::vector<float> swapped =
+      ScheduleFeatures(dense, d, Knobs({{"mc", 768}, {"mr", 6}, {"swap", 1}}), 1);
+  ASSERT_EQ(plain.size(), static_cast<size_t>(kScheduleFeatureCount));
+  EXPECT_EQ(FeatureTemplate(plain), static_cast<int>(GroupTemplate::kMatmul));
+  EXPECT_EQ(plain[25], 0.0f);
+  EXPECT_EQ(swapped[25], 1.0f) << "swap";
+  EXPECT_EQ(ScheduleFeatures(dense, d, Knobs({{"wpack", 1}}), 1)[26], 1.0f) << "wpack";
+  // The attention template has its own place, and the node count is not written over it.
+  Graph attention = ParseRelay(
+      R"(fn (%q: Tensor[(4, 32, 16), float32], %k: Tensor[(4, 48, 16), float32],
+    %vt: Tensor[(4, 16, 48), float32]) {
+  %0 = nn.batch_matmul(%q, %k);
+  %1 = multiply(%0, 0.25f);
+  %2 = nn.softmax(%1, axis=-1);
+  nn.batch_matmul(%2, %vt)
+})",
+      "attention.relay");
+  const FusedGroup a = WholeGroup(attention);
+  ASSERT_TRUE(a.Attention());
+  const std::vector<float> f = ScheduleFeatures(attention, a, Knobs({{"rows", 2}}), 1);
+  EXPECT_EQ(FeatureTemplate(f), static_cast<int>(GroupTemplate::kAttention));
+  EXPECT_EQ(f[5], 4.0f) << "four nodes";
+  EXPECT_EQ(f[36], 2.0f) << "rows";
+  EXPECT_EQ(ScheduleFeatures(attention, a, Knobs({{"online", 1}}), 1)[37], 1.0f) << "online";
+}
+
 // ---- rank quality and the learned model ----
 
 ScheduleSample Sample(const std::string& group, double us, double roofline, float knob) {
@@ -175,6 +206,85 @@ TEST(LearnedScheduleModel, LearnsAnOrderTheRooflineMissesAndIsEvaluatedOnHeldOut
 
   std::vector<ScheduleSample> few(samples.begin(), samples.begin() + 5 * 4);
   EXPECT_EQ(LearnedScheduleModel::Train(few), nullptr) << "too few groups to learn from";
+}
+
+// Every schedule of dense groups with `m` rows (nine shapes), timed by the roofline with a
+// deterministic ripple: real features, times the model can learn from.
+std::vector<ScheduleSample> DenseSamples(int m) {
+  std::vector<ScheduleSample> samples;
+  for (int k : {256, 512, 768})
+    for (int n : {256, 768, 1024}) {
+      Graph g = Dense(m, k, n);
+      const FusedGroup group = WholeGroup(g);
+      const std::vector<Schedule> space = ScheduleSpace(g, group, 1);
+      for (size_t i = 0; i < space.size(); ++i) {
+        ScheduleSample s;
+        s.group = fmt::format("dense {}x{}x{}", m, k, n);
+        s.features = ScheduleFeatures(g, group, space[i], 1);
+        s.roofline_us = EstimateSchedule(g, group, space[i], RooflineTarget{}, 1);
+        s.median_us = s.roofline_us * (1.0 + 0.15 * static_cast<double>(i % 3));
+        samples.push_back(std::move(s));
+      }
+    }
+  return samples;
+}
+
+TEST(LearnedScheduleModel, KnowsOnlyTheKnobValuesItTrainedOn) {
+  // Trained at 8 rows, where swap=1 is not offered: at 64 rows every swapped schedule is one it
+  // has no evidence about; the default it has seen.
+  const std::shared_ptr<const LearnedScheduleModel> model =
+      LearnedScheduleModel::Train(DenseSamples(8));
+  ASSERT_NE(model, nullptr);
+  Graph g = Dense(64, 768, 768);
+  const FusedGroup group = WholeGroup(g);
+  int swapped = 0;
+  for (const Schedule& s : ScheduleSpace(g, group, 1))
+    if (s.Get("swap", 0) == 1) {
+      ++swapped;
+      EXPECT_FALSE(model->Knows(ScheduleFeatures(g, group, s, 1))) << s.ToString();
+    }
+  EXPECT_GE(swapped, 4);
+  EXPECT_TRUE(model->Knows(ScheduleFeatures(g, group, Schedule{}, 1)));
+  // Trained where swap was measured too, it knows them.
+  std::vector<ScheduleSample> both = DenseSamples(8);
+  for (ScheduleSample& s : DenseSamples(64)) both.push_back(std::move(s));
+  const auto wider = LearnedScheduleModel::Train(both);
+  ASSERT_NE(wider, nullptr);
+  EXPECT_TRUE(
+      wider->Knows(ScheduleFeatures(g, group, Knobs({{"mc", 768}, {"mr", 6}, {"swap", 1}}), 1)));
+}
+
+TEST(ScheduleRanking, SchedulesTheModelNeverSawAlternateWithItsOrderFromTheFirst) {
+  std::shared_ptr<const LearnedScheduleModel> model = LearnedScheduleModel::Train(DenseSamples(8));
+  ASSERT_NE(model, nullptr);
+  Graph g = Dense(64, 768, 768);
+  const FusedGroup group = WholeGroup(g);
+  const std::vector<Schedule> space = ScheduleSpace(g, group, 1);
+  const std::vector<Schedule> ranked =
+      ScheduleRanker::WithModel(model, RooflineTarget{}, 1).Rank(g, group, space);
+  ASSERT_EQ(ranked.size(), space.size());
+  EXPECT_EQ(ranked[0], space[0]) << "the default first";
+  for (const Schedule& s : space) EXPECT_EQ(std::count(ranked.begin(), ranked.end(), s), 1);
+  // The unseen ones in the roofline's order, the others in the model's.
+  std::vector<Schedule> unseen, known;
+  for (size_t i = 1; i < space.size(); ++i)
+    (model->Knows(ScheduleFeatures(g, group, space[i], 1)) ? known : unseen).push_back(space[i]);
+  ASSERT_GE(unseen.size(), 2u);
+  ASSERT_GE(known.size(), 2u);
+  auto roof = [&](const Schedule& s) { return EstimateSchedule(g, group, s, RooflineTarget{}, 1); };
+  std::stable_sort(unseen.begin(), unseen.end(),
+                   [&](const Schedule& a, const Schedule& b) { return roof(a) < roof(b); });
+  std::vector<double> scores;
+  for (const Schedule& s : known)
+    scores.push_back(model->Score({ScheduleFeatures(g, group, s, 1)})[0]);
+  std::vector<size_t> by_model(known.size());
+  std::iota(by_model.begin(), by_model.end(), 0);
+  std::stable_sort(by_model.begin(), by_model.end(),
+                   [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  EXPECT_EQ(ranked[1], unseen[0]);
+  EXPECT_EQ(ranked[2], known[by_model[0]]);
+  EXPECT_EQ(ranked[3], unseen[1]);
+  EXPECT_EQ(ranked[4], known[by_model[1]]);
 }
 
 // ---- the successive-halving step ----
