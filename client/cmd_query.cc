@@ -80,6 +80,8 @@ void RunQuery(const QueryFlags& f) {
         std::string nodes;
         for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + graph.RefName(v);
         std::cerr << fmt::format("  {}  [{}]\n", r.signature, nodes);
+        if (!r.transfer_refused.empty())
+          std::cerr << fmt::format("    {}, so its plan does not carry over\n", r.transfer_refused);
       }
     std::cerr << fmt::format("run `fusetune tune {}{}` to measure them\n", f.graph_path,
                              DimFlagsText(binding));

@@ -65,6 +65,8 @@ Plan TunedPlan(const Graph& graph, const RunOptions& o, const DimBinding& bindin
       std::string nodes;
       for (ValueId v : r.nodes) nodes += (nodes.empty() ? "" : " ") + RelayRef(graph, v);
       names += fmt::format("\n  {} [{}]", r.signature, nodes);
+      if (!r.transfer_refused.empty())
+        names += fmt::format("\n    {}, so its plan does not carry over", r.transfer_refused);
     }
     throw UserError(fmt::format(
         "--plan tuned: {} region{} of {} ha{} no stored plan for this CPU at {} thread{}{}:{}\n"

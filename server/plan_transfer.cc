@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "ir/error.h"
@@ -24,13 +25,20 @@ struct StoredMember {
 // The stored members this region could take a plan from, unreadable ones skipped, nearest first
 // (RankByNearness's order: distance, then the larger member, then the smaller binding). `here`'s
 // family or, with `loose`, its family without equalities when it keeps the member's.
+// `refused`: the first member (with `loose`) whose sizes coincide where here's differ.
 std::vector<StoredMember> ReadMembers(const std::vector<db::BestPlanRecord>& records,
-                                      const FamilyForm& here, bool loose) {
+                                      const FamilyForm& here, bool loose, std::string* refused) {
   std::vector<StoredMember> out;
   for (const db::BestPlanRecord& rec : records) {
     try {
       StoredMember m{&rec, ReadFamilyMember(rec.region_text), here.binding};
-      if (loose && !EqualitiesRefine(m.member.family, here, &m.here_sizes)) continue;
+      if (loose && !EqualitiesRefine(m.member.family, here, &m.here_sizes)) {
+        const std::string conflict = EqualityNotHeld(m.member.family, here);
+        if (refused && refused->empty() && !conflict.empty())
+          *refused =
+              fmt::format("tuned at {}, where {}", BindingText(m.member.family.binding), conflict);
+        continue;
+      }
       out.push_back(std::move(m));
     } catch (const UserError& e) {
       spdlog::debug("family member {} skipped: {}", rec.key.region_signature, e.what());
@@ -92,7 +100,8 @@ void Answer(RegionReport& report, std::vector<PlanGroup> plan, const FamilyTrans
 
 std::optional<FamilyTransfer> FindFamilyTransfer(const RequestPolicy& policy,
                                                  const std::vector<TuneRegion>& regions, size_t r,
-                                                 const TuneCache& cache, bool other_sizes_only) {
+                                                 const TuneCache& cache, bool other_sizes_only,
+                                                 std::string* refused) {
   const Graph& g = policy.graph();
   const FamilyForm here = CanonicalizeFamily(g, regions[r].region.nodes);
   // The family's members first; when none answers, the family without equalities (a size that
@@ -104,7 +113,7 @@ std::optional<FamilyTransfer> FindFamilyTransfer(const RequestPolicy& policy,
       return (loose && rec.family_key == here.key) ||
              (other_sizes_only && rec.key.region_signature == regions[r].signature);
     });
-    for (const StoredMember& m : ReadMembers(records, here, loose)) {
+    for (const StoredMember& m : ReadMembers(records, here, loose, refused)) {
       const std::vector<MemberGroup> groups = GroupsOf(*m.record);
       FamilyTransfer t;
       t.from = TransferSizesText(m.here_sizes, m.member.family.binding);
@@ -144,9 +153,13 @@ std::vector<size_t> TransferFamilyPlans(const RequestPolicy& policy,
                                         std::vector<RegionReport>& reports) {
   std::vector<size_t> still_missing;
   for (size_t r : missing) {
-    std::optional<FamilyTransfer> t = FindFamilyTransfer(policy, regions, r, cache);
+    std::string refused;
+    std::optional<FamilyTransfer> t =
+        FindFamilyTransfer(policy, regions, r, cache, false, &refused);
     if (!t) {
       still_missing.push_back(r);
+      for (size_t s = r; s < regions.size(); ++s)
+        if (regions[s].representative == r) reports[s].transfer_refused = refused;
       continue;
     }
     for (auto& [s, plan] : t->plans) Answer(reports[s], std::move(plan), *t);

@@ -31,15 +31,19 @@ struct FamilyTransfer {
 // The nearest member's plan that lowers on every region with representative `r`'s signature and
 // that this request may use (RequestPolicy::MayReuse); nullopt when no member answers.
 // `other_sizes_only`: a member with this very signature is skipped (a re-tune warm-starts from
-// other sizes, never from the plan it replaces).
+// other sizes, never from the plan it replaces). `refused`, when no member answers: a member of
+// the family without equalities whose sizes coincide where these differ, and which (S = 64, the
+// head size, tuned; S = 8 asked), so a miss can say what to tune; else left empty.
 std::optional<FamilyTransfer> FindFamilyTransfer(const RequestPolicy& policy,
                                                  const std::vector<TuneRegion>& regions, size_t r,
                                                  const TuneCache& cache,
-                                                 bool other_sizes_only = false);
+                                                 bool other_sizes_only = false,
+                                                 std::string* refused = nullptr);
 
 // For each region in `missing` (representatives, as ReuseStoredPlans returns them), fills the
 // report of every region with its signature with FindFamilyTransfer's plan, marking
-// `transferred_from`. Returns the representatives that no member answers, in order.
+// `transferred_from`. Returns the representatives that no member answers, in order, with their
+// reports' `transfer_refused` set where FindFamilyTransfer says why.
 std::vector<size_t> TransferFamilyPlans(const RequestPolicy& policy,
                                         const std::vector<TuneRegion>& regions,
                                         const std::vector<size_t>& missing, const TuneCache& cache,

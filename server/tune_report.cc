@@ -57,6 +57,8 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
     const json transferred_from = r.transferred_from.empty() ? json() : json(r.transferred_from);
     // Why a tune refused the region's stored plan and searched it; null when it did not.
     const json searched_again = r.searched_again.empty() ? json() : json(r.searched_again);
+    // Why no tuned size of the family answered a miss; null when nothing says.
+    const json transfer_refused = r.transfer_refused.empty() ? json() : json(r.transfer_refused);
     // How a warm-started tune began (server/warm_start.h); null when it did not.
     json warm_start;
     if (r.warm_start) {
@@ -80,6 +82,7 @@ std::string TuneReportToJson(const Graph& graph, const std::string& graph_name,
                        {"ops", r.ops},
                        {"cached", r.cached},
                        {"searched_again", searched_again},
+                       {"transfer_refused", transfer_refused},
                        {"plan", plan},
                        {"schedules", schedules},
                        {"chosen", r.chosen},

@@ -34,6 +34,10 @@ struct RegionReport {
   // family's, adapted to these sizes (server/plan_transfer.h). The text says where it came from,
   // "s1=256 (here 192)". Not measured at this size: the figures are the member's, not stored.
   std::string transferred_from;
+  // Non-empty: no plan is stored or transferred for this region, though a size of its family was
+  // tuned whose sizes coincide where these differ, so its plan does not carry over
+  // (server/plan_transfer.h); "tuned at s0=12 s1=64, where 64 is two sizes here (8 and 64)".
+  std::string transfer_refused;
   // Non-empty: the store held a plan for this region that the tune refused, and why
   // (kSearchedWithBoundWeights, server/stored_plans.h); the region was searched again.
   std::string searched_again;

@@ -54,6 +54,11 @@ std::string FamilyKey(const Graph& graph, std::span<const ValueId> nodes);
 bool EqualitiesRefine(const FamilyForm& member, const FamilyForm& here,
                       std::vector<int64_t>* here_sizes = nullptr);
 
+// When `here` has `member`'s loose key but not its equalities: the member's size that stands for
+// two different sizes here, "64 is two sizes here (8 and 64)"; "" when EqualitiesRefine holds or
+// the loose keys differ.
+std::string EqualityNotHeld(const FamilyForm& member, const FamilyForm& here);
+
 // "s0=12 s1=256 s2=64".
 std::string BindingText(std::span<const int64_t> binding);
 

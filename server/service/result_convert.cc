@@ -52,6 +52,7 @@ v1::RegionResult RegionToProto(const Graph& graph, const RegionReport& r, bool f
   out.set_max_output_magnitude(r.max_output_magnitude);
   out.set_transferred_from(r.transferred_from);
   out.set_searched_again(r.searched_again);
+  out.set_transfer_refused(r.transfer_refused);
   out.set_decision(r.decision);
   if (r.margin) out.set_margin(*r.margin);
   out.set_rounds(r.rounds);
@@ -114,6 +115,7 @@ TuneReport ReportFromProto(const Graph& graph, const v1::TuneResult& in) {
     rr.pruned = r.pruned();
     rr.transferred_from = r.transferred_from();
     rr.searched_again = r.searched_again();
+    rr.transfer_refused = r.transfer_refused();
     rr.decision = r.decision();
     if (r.has_margin()) rr.margin = r.margin();
     rr.rounds = r.rounds();

@@ -232,7 +232,16 @@ TEST(TransferCli, ASizeThatEqualsAnotherTakesThePlanOfItsLooseFamily) {
   // Not the other way: 64's equality does not hold at 80, which is S=96's family.
   TempDb only64("loose_64");
   ASSERT_EQ(RunFusetune("tune --db " + only64.path() + kFast + Dims(64)).exit_code, 0);
-  EXPECT_EQ(RunFusetune("query --db " + only64.path() + Dims(80)).exit_code, 3);
+  auto refused = RunFusetune("query --db " + only64.path() + Dims(80));
+  EXPECT_EQ(refused.exit_code, 3);
+  // The miss says which tuned size did not carry over, and why.
+  EXPECT_NE(refused.err.find("where 64 is two sizes here (80 and 64), so its plan does not carry "
+                             "over"),
+            std::string::npos)
+      << refused.err;
+  auto refused_json = RunFusetune("query --json --db " + only64.path() + Dims(80));
+  EXPECT_EQ(nlohmann::json::parse(refused_json.out)["regions"][0]["transfer_refused"],
+            "tuned at s0=12 s1=64, where 64 is two sizes here (80 and 64)");
 }
 
 }  // namespace

@@ -179,6 +179,22 @@ def test_query_of_an_untuned_graph_raises_not_tuned_with_the_regions(farm, clien
     assert partial.to_dict() == cli_json | {"graph": "graph"}
 
 
+def test_a_miss_says_which_tuned_size_did_not_carry_over(farm, client):
+    square = "fn (%x: Tensor[(48, 48), float32]) {\n  %0 = tanh(%x);\n  multiply(%0, %x)\n}\n"
+    client.tune(square, **QUICK)
+    # At (40, 48) the two sizes differ: the square's plan, tuned where they are one, does not hold.
+    path = farm.write("oblong.relay", square.replace("(48, 48)", "(40, 48)"))
+    with pytest.raises(fusetune.NotTuned) as raised:
+        client.query(path)
+    (missing,) = raised.value.missing
+    assert missing.transfer_refused == "tuned at s0=48, where 48 is two sizes here (40 and 48)"
+    assert f"{missing.transfer_refused}, so its plan does not carry over" in str(raised.value)
+    cli = farm.cli("query", path)
+    assert cli.returncode == 3
+    assert f"{missing.transfer_refused}, so its plan does not carry over" in cli.stderr
+    assert client.query(path, partial=True).to_dict() == farm.cli_json("query", path, exit_code=3)
+
+
 def test_a_partial_answer_prints_and_serialises_as_the_command_lines(farm, client):
     path = f"{ROOT}/examples/bert_layer_s128.relay"  # long regions: op lists are cut
     report = client.query(path, partial=True)

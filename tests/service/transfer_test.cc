@@ -31,18 +31,25 @@ v1::LookupBestResponse Lookup(v1::Tuner::Stub& stub, const std::string& target, 
   return response;
 }
 
+// Tunes the dynamic seed at `lengths` into `db` locally; returns the target ("" on failure).
+std::string TuneDynSeed(const TestDir& dir, const std::string& db, const std::string& lengths) {
+  CommandResult tune =
+      RunFusetune(dir,
+                  {"tune", "--json", "--db", db, "--repeat", "2", "--min-repeat-ms", "1", kDynSeed,
+                   "--dim", "x.1,y.1=" + lengths},
+                  {}, std::chrono::seconds(300));
+  EXPECT_EQ(tune.exit_code, 0) << tune.err;
+  // Several sizes tuned in one task print one report per size; the target is in each.
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(tune.out, m, std::regex("\"target\": \"([^\"]+)\""))) << tune.out;
+  return m.empty() ? "" : m[1].str();
+}
+
 TEST(Transfer, LookupBestAnswersAnUntunedSizeFromTheNearestTunedOne) {
   TestDir dir;
   const std::string db = dir.File("store.db");
-  CommandResult tune = RunFusetune(dir,
-                                   {"tune", "--json", "--db", db, "--repeat", "2",
-                                    "--min-repeat-ms", "1", kDynSeed, "--dim", "x.1,y.1=32,56"},
-                                   {}, std::chrono::seconds(300));
-  ASSERT_EQ(tune.exit_code, 0) << tune.err;
-  // Several sizes tuned in one task print one report per size; the target is in each.
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(tune.out, m, std::regex("\"target\": \"([^\"]+)\""))) << tune.out;
-  const std::string target = m[1];
+  const std::string target = TuneDynSeed(dir, db, "32,56");
+  ASSERT_FALSE(target.empty());
 
   ServerProcess server(dir, db);
   auto stub = v1::Tuner::NewStub(Channel(server.address()));
@@ -62,6 +69,22 @@ TEST(Transfer, LookupBestAnswersAnUntunedSizeFromTheNearestTunedOne) {
   // Another thread count: nothing to transfer from.
   v1::LookupBestResponse two = Lookup(*stub, target, 2, false);
   EXPECT_EQ(two.missing_size(), 1);
+}
+
+TEST(Transfer, LookupBestSaysWhichTunedSizeDidNotCarryOver) {
+  // Tuned at S = 64 only, where S equals the head size: its plan does not hold at 48.
+  TestDir dir;
+  const std::string db = dir.File("store.db");
+  const std::string target = TuneDynSeed(dir, db, "64");
+  ASSERT_FALSE(target.empty());
+  ServerProcess server(dir, db);
+  auto stub = v1::Tuner::NewStub(Channel(server.address()));
+  v1::LookupBestResponse r = Lookup(*stub, target, 1, false);
+  EXPECT_EQ(r.missing_size(), 1);
+  ASSERT_EQ(r.regions_size(), 1);
+  EXPECT_TRUE(r.regions(0).transferred_from().empty());
+  EXPECT_EQ(r.regions(0).transfer_refused(),
+            "tuned at s0=12 s1=64, where 64 is two sizes here (48 and 64)");
 }
 
 }  // namespace

@@ -123,7 +123,10 @@ class NotTuned(FusetuneError):
         lines = [f"{len(self.missing)} region{'' if len(self.missing) == 1 else 's'} of "
                  f"{graph_name} ha{'s' if len(self.missing) == 1 else 've'} no stored plan for "
                  "this target and thread count:"]
-        lines += [f"  {r.signature}  [{' '.join(r.nodes)}]" for r in self.missing]
+        for r in self.missing:
+            lines.append(f"  {r.signature}  [{' '.join(r.nodes)}]")
+            if r.transfer_refused:
+                lines.append(f"    {r.transfer_refused}, so its plan does not carry over")
         lines.append("tune the graph to measure them")
         super().__init__("\n".join(lines))
 

@@ -95,6 +95,9 @@ class RegionReport:
     rounds: int = 0
     # LookupBest answered a miss with the nearest tuned size's plan, e.g. "s1=256 (here 192)".
     transferred_from: str = ""
+    # No plan stored or transferred, though a size of the family was tuned whose sizes coincide
+    # where these differ: "tuned at s0=12 s1=64, where 64 is two sizes here (8 and 64)".
+    transfer_refused: str = ""
     # A tune refused the region's stored plan and searched it again, and why ("stored plan was
     # tuned without bound weights: searched again"); "" otherwise.
     searched_again: str = ""
@@ -123,7 +126,7 @@ class RegionReport:
                    max_output_magnitude=r.max_output_magnitude, decision=r.decision,
                    margin=r.margin if r.HasField("margin") else None,
                    rounds=r.rounds, transferred_from=r.transferred_from,
-                   searched_again=r.searched_again,
+                   searched_again=r.searched_again, transfer_refused=r.transfer_refused,
                    changes_from_greedy=tuple(
                        PlanChange._from_proto(c) for c in r.changes_from_greedy))
 
@@ -147,6 +150,7 @@ class RegionReport:
             "margin": self.margin,
             "rounds": self.rounds,
             "transferred_from": self.transferred_from or None,
+            "transfer_refused": self.transfer_refused or None,
             "warm_start": self.warm_start,
             "changes_from_greedy": [c.to_dict() for c in self.changes_from_greedy],
         }
