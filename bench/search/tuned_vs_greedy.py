@@ -17,6 +17,11 @@ greedy` runs; tuned: a searched plan won beyond noise).
   bench/search/tuned_vs_greedy.py --fusetune build/fusetune --threads 1 --rounds 5
   bench/search/tuned_vs_greedy.py --cases examples/gpt2_mlp.relay examples/bert_layer_dyn.relay@x.0=256
 
+--store PATH tunes every case into that one store, in order, as a farm's store fills: after the
+first few cases the schedules are ranked by the model learned from the store's measurements
+("ranking" says which order each tune used), where a fresh store per case ranks by the roofline.
+Warm starts from other sizes stay off (`--cold`) either way.
+
 --bind-weights binds the weights (every dense's B operand and every 1-D parameter) to random values
 with `--params`, as a TVM user binds trained weights before `relay.build`: the greedy baseline still
 packs them in every call (default schedules), a tuned plan may pack them once (`wpack`).
@@ -81,7 +86,7 @@ def write_weights(args, graph, dim, out_dir):
 def measure(args, case):
     graph, dim = split_case(case)
     with tempfile.TemporaryDirectory() as tmp:
-        db = os.path.join(tmp, "store.db")
+        db = args.store or os.path.join(tmp, "store.db")
         common = ["--db", db, "--threads", str(args.threads)] + dim
         if args.bind_weights:
             params = os.path.join(tmp, "params")
@@ -140,6 +145,7 @@ def measure(args, case):
         "greedy_groups": len(groups["greedy"]),
         "what_differs": differs,
         "kept": tuned.get("total", {}).get("chosen", ""),
+        "ranking": (tuned.get("breakdown") or {}).get("schedule_ranking") or "",
         "decision": tuned.get("total", {}).get("decision", ""),
     }
 
@@ -157,18 +163,21 @@ def main():
     ap.add_argument("--separate-processes", action="store_true",
                     help="time each plan in a `run` process of its own per round (the method "
                          "before `run --against`; two processes of one plan read up to 3%% apart)")
+    ap.add_argument("--store", help="one SQLite store for every case, filled in order (default: a "
+                                    "fresh store per case)")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
 
     rows = []
     print(f"{'case':44} {'tune s':>7} {'meas':>5} {'greedy/tuned':>12} {'range':>13} "
-          f"{'ceiling':>7} {'kept':>7}  what differs")
+          f"{'ceiling':>7} {'kept':>7} {'ranking':>8}  what differs")
     for case in args.cases:
         row = measure(args, case)
         rows.append(row)
         print(f"{case:44} {row['tune_s']:7.1f} {row['measured']:5} {row['greedy_over_tuned']:12.3f} "
               f"{row['ratio_min']:6.3f}-{row['ratio_max']:.3f} "
-              f"{format(row['ceiling'], '7.2f') if row['ceiling'] else '-':>7} {row['kept']:>7}  "
+              f"{format(row['ceiling'], '7.2f') if row['ceiling'] else '-':>7} {row['kept']:>7} "
+              f"{row['ranking']:>8}  "
               f"{row['what_differs']}", flush=True)
     geo = math.exp(statistics.fmean(math.log(r["greedy_over_tuned"]) for r in rows))
     print(f"geomean greedy/tuned over {len(rows)} cases: {geo:.3f}  (threads {args.threads}, "
