@@ -31,9 +31,9 @@ struct FamilyTransfer {
 // The nearest member's plan that lowers on every region with representative `r`'s signature and
 // that this request may use (RequestPolicy::MayReuse); nullopt when no member answers.
 // `other_sizes_only`: a member with this very signature is skipped (a re-tune warm-starts from
-// other sizes, never from the plan it replaces). `refused`, when no member answers: a member of
-// the family without equalities whose sizes coincide where these differ, and which (S = 64, the
-// head size, tuned; S = 8 asked), so a miss can say what to tune; else left empty.
+// other sizes, never from the plan it replaces). `refused`: when no member answers and one of
+// the family without equalities was passed over because its sizes coincide where these differ
+// (S = 64, the head size, tuned; S = 8 asked), which member and which sizes; else left empty.
 std::optional<FamilyTransfer> FindFamilyTransfer(const RequestPolicy& policy,
                                                  const std::vector<TuneRegion>& regions, size_t r,
                                                  const TuneCache& cache,

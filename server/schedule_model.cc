@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <optional>
 
 #include <spdlog/spdlog.h>

@@ -8,12 +8,13 @@
 // A learned model knows only the knob values it trained on: a store tuned at 8 rows, where the
 // space holds no swap=1, trains a model that never split on swap and scores swapped tiles by
 // their other features, below the tiles it knows; a warm start at 64 rows from that store then
-// measured none of them and kept a plan 3% faster than greedy where a cold tune's, ranked by the
-// roofline, was 10-12% faster. So schedules with a knob value the training never held
-// (LearnedScheduleModel::Knows) are ordered by the roofline and take every other place, from the
-// first; once measured, they are in the store and the next training holds them. This is the
-// exploration share TVM's tuners give to candidates outside the model's evidence (MetaSchedule's
-// epsilon-greedy), aimed at what the model cannot know rather than drawn at random.
+// measured none of them and kept a plan at 0.935 of greedy's time where a cold tune's, ranked by
+// the roofline, ran at 0.82-0.84 (BENCHMARKS.md, "A warm start after sizes below 16 rows"). So
+// schedules with a knob value the training never held (LearnedScheduleModel::Knows) are ordered by
+// the roofline and take every other place, from the first; once measured, they are in the store and
+// the next training holds them. This is the exploration share TVM's tuners give to candidates
+// outside the model's evidence (MetaSchedule's epsilon-greedy), aimed at what the model cannot know
+// rather than drawn at random.
 #include <memory>
 #include <string>
 #include <vector>
