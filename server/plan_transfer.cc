@@ -32,8 +32,8 @@ std::vector<StoredMember> ReadMembers(const std::vector<db::BestPlanRecord>& rec
   for (const db::BestPlanRecord& rec : records) {
     try {
       StoredMember m{&rec, ReadFamilyMember(rec.region_text), here.binding};
-      if (loose && !EqualitiesRefine(m.member.family, here, &m.here_sizes)) {
-        const std::string conflict = EqualityNotHeld(m.member.family, here);
+      std::string conflict;
+      if (loose && !EqualitiesRefine(m.member.family, here, &m.here_sizes, &conflict)) {
         if (refused && refused->empty() && !conflict.empty())
           *refused =
               fmt::format("tuned at {}, where {}", BindingText(m.member.family.binding), conflict);

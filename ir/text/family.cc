@@ -186,44 +186,24 @@ std::string FamilyKey(const Graph& graph, std::span<const ValueId> nodes) {
   return CanonicalizeFamily(graph, nodes).key;
 }
 
-namespace {
-
-// Here's size of each of the member's symbols, walking the sizes at corresponding places; false
-// at the first symbol of the member that stands for two sizes here, described in `conflict`.
-bool MapSymbols(const FamilyForm& member, const FamilyForm& here, std::vector<int64_t>& sizes,
-                std::string* conflict) {
+bool EqualitiesRefine(const FamilyForm& member, const FamilyForm& here,
+                      std::vector<int64_t>* here_sizes, std::string* not_held) {
   if (member.loose_key != here.loose_key || member.size_symbols.size() != here.size_symbols.size())
     return false;
-  sizes.assign(member.binding.size(), -1);
+  std::vector<int64_t> sizes(member.binding.size(), -1);
   for (size_t i = 0; i < member.size_symbols.size(); ++i) {
     const int symbol = member.size_symbols[i];
     const int64_t ours = here.binding[here.size_symbols[i]];
     if (sizes[symbol] >= 0 && sizes[symbol] != ours) {  // equal there, different here
-      if (conflict)
-        *conflict = fmt::format("{} is two sizes here ({} and {})", member.binding[symbol],
+      if (not_held)
+        *not_held = fmt::format("{} is two sizes here ({} and {})", member.binding[symbol],
                                 sizes[symbol], ours);
       return false;
     }
     sizes[symbol] = ours;
   }
-  return true;
-}
-
-}  // namespace
-
-bool EqualitiesRefine(const FamilyForm& member, const FamilyForm& here,
-                      std::vector<int64_t>* here_sizes) {
-  std::vector<int64_t> sizes;
-  if (!MapSymbols(member, here, sizes, nullptr)) return false;
   if (here_sizes) *here_sizes = std::move(sizes);
   return true;
-}
-
-std::string EqualityNotHeld(const FamilyForm& member, const FamilyForm& here) {
-  std::vector<int64_t> sizes;
-  std::string conflict;
-  MapSymbols(member, here, sizes, &conflict);
-  return conflict;
 }
 
 std::string BindingText(std::span<const int64_t> binding) {

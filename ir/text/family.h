@@ -50,14 +50,11 @@ std::string FamilyKey(const Graph& graph, std::span<const ValueId> nodes);
 // are one symbol in the member are one symbol here (here may have more equalities, never fewer).
 // When so, `here_sizes` gets here's size of each of the member's symbols, a binding comparable
 // with member.binding (BindingDistance), and the member's plan may be carried over position by
-// position. False when the loose keys differ.
+// position. False when the loose keys differ. When the loose keys match but an equality does not
+// hold, `not_held` gets the member's size that stands for two different sizes here, "64 is two
+// sizes here (8 and 64)".
 bool EqualitiesRefine(const FamilyForm& member, const FamilyForm& here,
-                      std::vector<int64_t>* here_sizes = nullptr);
-
-// When `here` has `member`'s loose key but not its equalities: the member's size that stands for
-// two different sizes here, "64 is two sizes here (8 and 64)"; "" when EqualitiesRefine holds or
-// the loose keys differ.
-std::string EqualityNotHeld(const FamilyForm& member, const FamilyForm& here);
+                      std::vector<int64_t>* here_sizes = nullptr, std::string* not_held = nullptr);
 
 // "s0=12 s1=256 s2=64".
 std::string BindingText(std::span<const int64_t> binding);

@@ -158,11 +158,16 @@ TEST(Family, LooseKeyForgetsWhichSizesAreEqual) {
   EXPECT_TRUE(EqualitiesRefine(f128, f64, &here));
   EXPECT_EQ(here, (std::vector<int64_t>{12, 64, 64}));
   EXPECT_FALSE(EqualitiesRefine(f64, f128));
-  EXPECT_EQ(EqualityNotHeld(f64, f128), "64 is two sizes here (128 and 64)");
-  EXPECT_EQ(EqualityNotHeld(f128, f64), "") << "128's equalities hold at 64";
-  EXPECT_EQ(EqualityNotHeld(f64, CanonicalizeFamily(Parse(ReadExample("bert_layer_s128.relay")))),
-            "")
-      << "another loose family";
+  // What does not hold, named.
+  std::string not_held;
+  EXPECT_FALSE(EqualitiesRefine(f64, f128, nullptr, &not_held));
+  EXPECT_EQ(not_held, "64 is two sizes here (128 and 64)");
+  not_held.clear();
+  EXPECT_TRUE(EqualitiesRefine(f128, f64, nullptr, &not_held));
+  EXPECT_EQ(not_held, "") << "128's equalities hold at 64";
+  EXPECT_FALSE(EqualitiesRefine(
+      f64, CanonicalizeFamily(Parse(ReadExample("bert_layer_s128.relay"))), nullptr, &not_held));
+  EXPECT_EQ(not_held, "") << "another loose family";
   EXPECT_TRUE(EqualitiesRefine(f128, f256, &here));
   EXPECT_EQ(here, f256.binding);
 }
