@@ -31,30 +31,40 @@ v1::LookupBestResponse Lookup(v1::Tuner::Stub& stub, const std::string& target, 
   return response;
 }
 
-// Tunes the dynamic seed at `lengths` into `db` locally; returns the target ("" on failure).
-std::string TuneDynSeed(const TestDir& dir, const std::string& db, const std::string& lengths) {
-  CommandResult tune =
-      RunFusetune(dir,
-                  {"tune", "--json", "--db", db, "--repeat", "2", "--min-repeat-ms", "1", kDynSeed,
-                   "--dim", "x.1,y.1=" + lengths},
-                  {}, std::chrono::seconds(300));
-  EXPECT_EQ(tune.exit_code, 0) << tune.err;
-  // Several sizes tuned in one task print one report per size; the target is in each.
-  std::smatch m;
-  EXPECT_TRUE(std::regex_search(tune.out, m, std::regex("\"target\": \"([^\"]+)\""))) << tune.out;
-  return m.empty() ? "" : m[1].str();
-}
+// The dynamic seed tuned locally at `lengths` into a fresh store, and a real `fusetune serve` over
+// it.
+struct TunedSeedServer {
+  explicit TunedSeedServer(const std::string& lengths)
+      : target(Tune(lengths)),
+        server(dir, db),
+        stub(v1::Tuner::NewStub(Channel(server.address()))) {}
 
-TEST(Transfer, LookupBestAnswersAnUntunedSizeFromTheNearestTunedOne) {
   TestDir dir;
   const std::string db = dir.File("store.db");
-  const std::string target = TuneDynSeed(dir, db, "32,56");
-  ASSERT_FALSE(target.empty());
+  const std::string target;  // "" when the tune failed
+  ServerProcess server;
+  std::unique_ptr<v1::Tuner::Stub> stub;
 
-  ServerProcess server(dir, db);
-  auto stub = v1::Tuner::NewStub(Channel(server.address()));
+ private:
+  std::string Tune(const std::string& lengths) {
+    CommandResult tune =
+        RunFusetune(dir,
+                    {"tune", "--json", "--db", db, "--repeat", "2", "--min-repeat-ms", "1",
+                     kDynSeed, "--dim", "x.1,y.1=" + lengths},
+                    {}, std::chrono::seconds(300));
+    EXPECT_EQ(tune.exit_code, 0) << tune.err;
+    // Several sizes tuned in one task print one report per size; the target is in each.
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(tune.out, m, std::regex("\"target\": \"([^\"]+)\""))) << tune.out;
+    return m.empty() ? "" : m[1].str();
+  }
+};
+
+TEST(Transfer, LookupBestAnswersAnUntunedSizeFromTheNearestTunedOne) {
+  TunedSeedServer farm("32,56");
+  ASSERT_FALSE(farm.target.empty());
   for (int attempt = 0; attempt < 2; ++attempt) {  // the second is not a stale cached answer
-    v1::LookupBestResponse r = Lookup(*stub, target, 1, false);
+    v1::LookupBestResponse r = Lookup(*farm.stub, farm.target, 1, false);
     EXPECT_TRUE(r.missing().empty()) << attempt;
     ASSERT_EQ(r.regions_size(), 1);
     EXPECT_FALSE(r.regions(0).found());
@@ -63,23 +73,19 @@ TEST(Transfer, LookupBestAnswersAnUntunedSizeFromTheNearestTunedOne) {
         << r.regions(0).transferred_from();
     EXPECT_GT(r.regions(0).plan_size(), 0);
   }
-  v1::LookupBestResponse exact = Lookup(*stub, target, 1, true);
+  v1::LookupBestResponse exact = Lookup(*farm.stub, farm.target, 1, true);
   EXPECT_EQ(exact.missing_size(), 1);
   EXPECT_TRUE(exact.regions(0).transferred_from().empty());
   // Another thread count: nothing to transfer from.
-  v1::LookupBestResponse two = Lookup(*stub, target, 2, false);
+  v1::LookupBestResponse two = Lookup(*farm.stub, farm.target, 2, false);
   EXPECT_EQ(two.missing_size(), 1);
 }
 
 TEST(Transfer, LookupBestSaysWhichTunedSizeDidNotCarryOver) {
   // Tuned at S = 64 only, where S equals the head size: its plan does not hold at 48.
-  TestDir dir;
-  const std::string db = dir.File("store.db");
-  const std::string target = TuneDynSeed(dir, db, "64");
-  ASSERT_FALSE(target.empty());
-  ServerProcess server(dir, db);
-  auto stub = v1::Tuner::NewStub(Channel(server.address()));
-  v1::LookupBestResponse r = Lookup(*stub, target, 1, false);
+  TunedSeedServer farm("64");
+  ASSERT_FALSE(farm.target.empty());
+  v1::LookupBestResponse r = Lookup(*farm.stub, farm.target, 1, false);
   EXPECT_EQ(r.missing_size(), 1);
   ASSERT_EQ(r.regions_size(), 1);
   EXPECT_TRUE(r.regions(0).transferred_from().empty());
