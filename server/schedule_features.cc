@@ -82,7 +82,7 @@ std::vector<float> ScheduleFeatures(const Graph& graph, const FusedGroup& group,
     f[i++] = Log2(t.q_rows);
     f[i++] = static_cast<float>(t.k_block);
     f[i++] = static_cast<float>(t.rows);
-    f[i++] = t.online ? 1.0f : 0.0f;
+    f[i++] = t.online ? 1.0f : t.blocked ? 2.0f : 0.0f;  // the softmax's form
   } else {
     i += 4;
   }

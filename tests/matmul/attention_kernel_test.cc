@@ -1,8 +1,8 @@
 // Attention kernels (templates/attention.h) against the reference interpreter: the online
-// softmax and the two-pass form (online=0) must equal softmax-then-matmul at sizes that are not
-// multiples of the key block or of 16 (N = 45, M = 37, head dims 64 and odd), with and without
-// scale and mask steps, with the head-split transposes inlined, every schedule of the space and odd
-// knobs, 1 and 2 threads.
+// softmax and the two-pass form (online=0), by rows or blocked, must equal softmax-then-matmul at
+// sizes that are not multiples of the key block or of 16 (N = 45, M = 37, head dims 64 and odd),
+// with and without scale and mask steps, with the head-split transposes inlined, every schedule of
+// the space and odd knobs, 1 and 2 threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,7 +49,9 @@ void CheckAllSchedules(const Fixture& f) {
   for (const char* text : {"q_rows=5,k_block=16,rows=3", "q_rows=1,rows=1", "k_block=256,rows=8",
                            "q_rows=7,k_block=48,rows=2", "q_rows=5,k_block=16,rows=3,online=1",
                            "q_rows=1,rows=1,online=1", "k_block=256,rows=8,online=1",
-                           "q_rows=7,k_block=48,rows=2,online=1"})
+                           "q_rows=7,k_block=48,rows=2,online=1",
+                           "q_rows=5,k_block=16,rows=3,blocked=1", "q_rows=1,rows=1,blocked=1",
+                           "k_block=256,rows=8,blocked=1", "q_rows=7,k_block=48,rows=2,blocked=1"})
     schedules.push_back(Schedule::Parse(text));
   for (const Schedule& s : schedules)
     for (int threads : {1, 2})
@@ -203,7 +205,7 @@ TEST(AttentionKernel, MasksThatSkipKeyBlocks) {
 
 // A skipped key is never read: with 4 causal queries, V's last key is NaN, which no query
 // attends to; without the skip every output would be NaN (0 · NaN), with it the outputs equal the
-// reference of V with that key zeroed. Both forms, blocks that leave the last key out of the first.
+// reference of V with that key zeroed. Every form, blocks that leave the last key out of the first.
 TEST(AttentionKernel, SkippedKeysAreNotRead) {
   const int n = 45, e = 20;
   Fixture f = CausalForm(4, n, [](int64_t q, int64_t k) { return k > q; });
@@ -214,7 +216,8 @@ TEST(AttentionKernel, SkippedKeysAreNotRead) {
   f = WithParam(f, "v", [&](int64_t i) { return last_key(i) ? NAN : v.Get(i); });
   f.values = zeroed;
   for (const char* text :
-       {"k_block=16", "k_block=32,rows=8", "k_block=16,online=1", "k_block=32,rows=2,online=1"})
+       {"k_block=16", "k_block=32,rows=8", "k_block=16,online=1", "k_block=32,rows=2,online=1",
+        "k_block=16,blocked=1", "k_block=32,rows=3,blocked=1"})
     for (int threads : {1, 2})
       EXPECT_LT(MaxError(f, Schedule::Parse(text), threads), 2e-5)
           << "schedule '" << text << "', " << threads << " threads";
@@ -233,6 +236,14 @@ TEST(AttentionKernel, BadKnobIsAClearError) {
     FAIL() << "online=2 accepted";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("online=2 must be 0 or 1"), std::string::npos) << e.what();
+  }
+  try {
+    MaxError(f, Schedule::Parse("online=1,blocked=1"), 1);
+    FAIL() << "online=1,blocked=1 accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("blocked=1 is a form of the two-pass softmax"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -184,9 +184,14 @@ class Emitter {
     kt_floats_ = RoundUp(k_blocks_ * s_.d * t_.k_block, kLanes);
     vp_floats_ = RoundUp(s_.n, kLanes) * e_pad_;  // rows past N: a 16-key read's spill room
     qs_floats_ = RoundUp(t_.q_rows * s_.d, kLanes);
-    // The online form keeps one key block of P per row, the two-pass form every key's score.
-    p_stride_ = t_.online ? t_.k_block : k_blocks_ * t_.k_block;
-    p_floats_ = RoundUp(static_cast<int64_t>(t_.rows) * p_stride_, kLanes);
+    // The online form keeps one key block of P per row, the two-pass form every key's score; the
+    // blocked form that of all the task's rows, each row a line longer than its keys so that
+    // rows a power of two apart do not all fall in the same few L1 sets.
+    p_stride_ = t_.online ? t_.k_block : k_blocks_ * t_.k_block + (t_.blocked ? kLanes : 0);
+    p_floats_ = RoundUp((t_.blocked ? t_.q_rows : t_.rows) * p_stride_, kLanes);
+    // Blocked: the task's output rows between value blocks, each row's 1 / sum and max, and each
+    // group's end of computed scores (at most q_rows groups of an i64).
+    o_floats_ = t_.blocked ? t_.q_rows * e_pad_ + 4 * RoundUp(t_.q_rows, kLanes) : 0;
   }
 
   Function* Emit() {
@@ -349,14 +354,22 @@ class Emitter {
   }
 
   // rows_R(buffers, b, m0, qs, kt, vp, pbuf): R query rows m0.. of batch entry b, Q packed at qs.
+  // Blocked: rows_R(buffers, b, m0, qs, kt, vp, pbuf, obuf, inv, groups), `groups` groups of R
+  // rows.
   Function* EmitRows(int rows) {
-    Function* f = NewFunction(name_ + ".rows" + std::to_string(rows), Type::getVoidTy(ctx_),
-                              {ptr_, i64_, i64_, ptr_, ptr_, ptr_, ptr_}, true);
+    std::vector<Type*> params{ptr_, i64_, i64_, ptr_, ptr_, ptr_, ptr_};
+    if (t_.blocked) params.insert(params.end(), {ptr_, ptr_, i64_});
+    Function* f =
+        NewFunction(name_ + ".rows" + std::to_string(rows), Type::getVoidTy(ctx_), params, true);
     f->addFnAttr(llvm::Attribute::NoInline);
     for (int i : {3, 4, 5, 6}) f->addParamAttr(i, llvm::Attribute::NoAlias);
+    if (t_.blocked)
+      for (int i : {7, 8}) f->addParamAttr(i, llvm::Attribute::NoAlias);
     Builder b(BasicBlock::Create(ctx_, "entry", f));
     if (t_.online)
       OnlineRows(b, f, rows);
+    else if (t_.blocked)
+      BlockedRows(b, f, rows);
     else
       TwoPassRows(b, f, rows);
     b.CreateRetVoid();
@@ -407,30 +420,135 @@ class Emitter {
       b.CreateStore(I64(0), computed_end);
     }
     ForEachKeyBlock(b, [&](Builder& b, Value* blk, int64_t count) {
-      Value* k0 = b.CreateMul(blk, I64(t_.k_block));
-      auto store = [&](Builder& b, const std::vector<std::vector<Value*>>& x) {
-        for (int r = 0; r < rows; ++r)
-          for (size_t v = 0; v < x[r].size(); ++v) {
-            Value* at = b.CreateAdd(I64(r * p_stride_ + static_cast<int64_t>(v) * kLanes), k0);
-            b.CreateAlignedStore(x[r][v], FloatAt(b, pbuf, at), llvm::Align(64));
-          }
-      };
-      auto compute = [&](Builder& b) {
-        store(b, Scores(b, buffers, bi, m0, qs, kt, blk, count, rows));
-        if (computed_end) b.CreateStore(b.CreateAdd(k0, I64(count)), computed_end);
-      };
-      if (!mask_) return compute(b);
-      // Every score of a masked block is the constant: stored without computing a product.
-      auto fill = [&](Builder& b) {
-        Value* masked = b.CreateVectorSplat(kLanes, llvm::ConstantFP::get(f32_, mask_->value));
-        std::vector<Value*> row;
-        for (int64_t v0 = 0; v0 < count; v0 += kLanes)
-          row.push_back(PadPastKeys(b, masked, KeyLanes(count, v0)));
-        store(b, std::vector<std::vector<Value*>>(rows, row));
-      };
-      IfElse(b, BlockMasked(b, buffers, bi, m0, k0, count, rows), fill, compute);
+      StoreScores(b, buffers, bi, m0, qs, kt, pbuf, blk, count, rows, computed_end);
     });
+    Value* end = nullptr;
+    const std::vector<Value*> inv = ExpRows(b, pbuf, rows, computed_end, &end);
+    // o[r][:] = sum_j p[r][j] * V[j][:], over every key at once.
+    Slots o_run = NewSlots(b, vec_, rows * ev, "o");
+    for (Value* slot : o_run) b.CreateStore(llvm::Constant::getNullValue(vec_), slot);
+    PvAccumulate(b, vp, pbuf, I64(0), end, rows, o_run);
+    StoreOutput(b, buffers, bi, m0, rows, o_run, inv);
+  }
 
+  // The blocked two-pass form: `groups` groups of `rows` query rows from m0 (Q rows at qs), each
+  // pass over all of them block by block, so that a K or V block serves every group while in L1.
+  // pbuf holds the groups' scores (row stride p_stride_), obuf their output rows ([row][e_pad]),
+  // inv_buf each row's 1 / sum and, a q_rows slot further, its max; with a mask step, a slot
+  // further, each group's end of computed scores (an i64, 4-byte aligned).
+  void BlockedRows(Builder& b, Function* f, int rows) {
+    Value *buffers = f->getArg(0), *bi = f->getArg(1), *m0 = f->getArg(2), *qs = f->getArg(3),
+          *kt = f->getArg(4), *vp = f->getArg(5), *pbuf = f->getArg(6), *obuf = f->getArg(7),
+          *inv_buf = f->getArg(8), *groups = f->getArg(9);
+    const int ev = static_cast<int>(e_pad_ / kLanes);
+    Value* max_buf = FloatAt(b, inv_buf, I64(RoundUp(t_.q_rows, kLanes)));
+    Value* ends_buf = FloatAt(b, max_buf, I64(RoundUp(t_.q_rows, kLanes)));
+    auto computed_end = [&](Builder& b, Value* g) -> Value* {
+      return mask_ ? b.CreateInBoundsGEP(i64_, ends_buf, g) : nullptr;
+    };
+    // Group g's first row, and where its rows start in a buffer of `stride` floats per row.
+    auto row_of = [&](Builder& b, Value* g) { return b.CreateMul(g, I64(rows)); };
+    auto at_row = [&](Builder& b, Value* base, Value* g, int64_t stride) {
+      return FloatAt(b, base, b.CreateMul(row_of(b, g), I64(stride)));
+    };
+    auto row_slot = [&](Builder& b, Value* base, Value* g, int r) {
+      return FloatAt(b, base, b.CreateAdd(row_of(b, g), I64(r)));
+    };
+    if (mask_)
+      Loop(b, I64(0), groups, 1, "gz", [&](Builder& b, Value* g) {
+        b.CreateAlignedStore(I64(0), computed_end(b, g), llvm::Align(4));
+      });
+    ForEachKeyBlock(b, [&](Builder& b, Value* blk, int64_t count) {
+      Loop(b, I64(0), groups, 1, "gs", [&](Builder& b, Value* g) {
+        StoreScores(b, buffers, bi, b.CreateAdd(m0, row_of(b, g)), at_row(b, qs, g, s_.d), kt,
+                    at_row(b, pbuf, g, p_stride_), blk, count, rows, computed_end(b, g));
+      });
+    });
+    Value* zero = llvm::Constant::getNullValue(vec_);
+    auto o_at = [&](Builder& b, Value* g, int x) {
+      return FloatAt(b, at_row(b, obuf, g, e_pad_), I64((x / ev) * e_pad_ + (x % ev) * kLanes));
+    };
+    Loop(b, I64(0), groups, 1, "ge", [&](Builder& b, Value* g) {
+      std::vector<Value*> max;
+      const std::vector<Value*> inv =
+          ExpRows(b, at_row(b, pbuf, g, p_stride_), rows, computed_end(b, g), nullptr, &max);
+      for (int r = 0; r < rows; ++r) {
+        b.CreateStore(inv[r], row_slot(b, inv_buf, g, r));
+        b.CreateStore(max[r], row_slot(b, max_buf, g, r));
+      }
+      for (int x = 0; x < rows * ev; ++x)
+        b.CreateAlignedStore(zero, o_at(b, g, x), llvm::Align(64));
+    });
+    // P·V into obuf's rows, value block by value block. With a mask step, a block masked in all
+    // of a group's rows adds nothing once each of them has a score far enough above the constant:
+    // it is skipped, as the other forms skip it (and its p were never computed: past the group's
+    // computed end, ExpRows left them).
+    Slots o_run = NewSlots(b, vec_, rows * ev, "o");
+    ForEachKeyBlock(b, [&](Builder& b, Value* blk, int64_t count) {
+      Value* k0 = b.CreateMul(blk, I64(t_.k_block));
+      Loop(b, I64(0), groups, 1, "gv", [&](Builder& b, Value* g) {
+        auto accumulate = [&](Builder& b) {
+          for (int x = 0; x < rows * ev; ++x)
+            b.CreateStore(b.CreateAlignedLoad(vec_, o_at(b, g, x), llvm::Align(64)), o_run[x]);
+          PvAccumulate(b, vp, FloatAt(b, at_row(b, pbuf, g, p_stride_), k0), k0, I64(count), rows,
+                       o_run);
+          for (int x = 0; x < rows * ev; ++x)
+            b.CreateAlignedStore(b.CreateLoad(vec_, o_run[x]), o_at(b, g, x), llvm::Align(64));
+        };
+        if (!mask_) return accumulate(b);
+        Value* skip = BlockMasked(b, buffers, bi, b.CreateAdd(m0, row_of(b, g)), k0, count, rows);
+        for (int r = 0; r < rows; ++r)
+          skip = b.CreateAnd(skip, b.CreateFCmpOGT(b.CreateLoad(f32_, row_slot(b, max_buf, g, r)),
+                                                   MaskThreshold()));
+        IfElse(b, skip, nullptr, accumulate);
+      });
+    });
+    Loop(b, I64(0), groups, 1, "go", [&](Builder& b, Value* g) {
+      std::vector<Value*> inv(rows);
+      for (int r = 0; r < rows; ++r) inv[r] = b.CreateLoad(f32_, row_slot(b, inv_buf, g, r));
+      for (int x = 0; x < rows * ev; ++x)
+        b.CreateStore(b.CreateAlignedLoad(vec_, o_at(b, g, x), llvm::Align(64)), o_run[x]);
+      StoreOutput(b, buffers, bi, b.CreateAdd(m0, row_of(b, g)), rows, o_run, inv);
+    });
+  }
+
+  // The scores of `rows` query rows from m0 (Q rows at qs) against key block `blk` into their
+  // pbuf rows. With a mask step, a block masked in all of them is filled with the constant, and
+  // `computed_end` (when given) advanced past each block computed.
+  void StoreScores(Builder& b, Value* buffers, Value* bi, Value* m0, Value* qs, Value* kt,
+                   Value* pbuf, Value* blk, int64_t count, int rows, Value* computed_end) {
+    Value* k0 = b.CreateMul(blk, I64(t_.k_block));
+    auto store = [&](Builder& b, const std::vector<std::vector<Value*>>& x) {
+      for (int r = 0; r < rows; ++r)
+        for (size_t v = 0; v < x[r].size(); ++v) {
+          Value* at = b.CreateAdd(I64(r * p_stride_ + static_cast<int64_t>(v) * kLanes), k0);
+          b.CreateAlignedStore(x[r][v], FloatAt(b, pbuf, at), llvm::Align(64));
+        }
+    };
+    auto compute = [&](Builder& b) {
+      store(b, Scores(b, buffers, bi, m0, qs, kt, blk, count, rows));
+      if (computed_end)
+        b.CreateAlignedStore(b.CreateAdd(k0, I64(count)), computed_end, llvm::Align(4));
+    };
+    if (!mask_) return compute(b);
+    // Every score of a masked block is the constant: stored without computing a product.
+    auto fill = [&](Builder& b) {
+      Value* masked = b.CreateVectorSplat(kLanes, llvm::ConstantFP::get(f32_, mask_->value));
+      std::vector<Value*> row;
+      for (int64_t v0 = 0; v0 < count; v0 += kLanes)
+        row.push_back(PadPastKeys(b, masked, KeyLanes(count, v0)));
+      store(b, std::vector<std::vector<Value*>>(rows, row));
+    };
+    IfElse(b, BlockMasked(b, buffers, bi, m0, k0, count, rows), fill, compute);
+  }
+
+  // The softmax's two passes over `rows` rows of scores in pbuf: each row's max, then p = exp(s -
+  // max) in place, summed per row; returns each row's 1 / sum. Keys past the last computed block
+  // (`computed_end`, when given) hold only the mask's constant: once every row's max is far
+  // enough above it their p is 0, so the exp pass, and P·V (`pv_end`, when asked for), end there.
+  // `row_max`, when given, receives each row's max.
+  std::vector<Value*> ExpRows(Builder& b, Value* pbuf, int rows, Value* computed_end,
+                              Value** pv_end, std::vector<Value*>* row_max = nullptr) {
     // Each row's max in a pass of its own over pbuf (in L1): kept out of the score loop, whose
     // registers hold the rows' accumulators. Lanes past N hold -inf.
     const int64_t stored = RoundUp(s_.n, kLanes);  // the tail block's last vector included
@@ -448,17 +566,19 @@ class Emitter {
     // p = exp(s - max) in place (the -inf lanes give 0), summed per row.
     std::vector<Value*> m_splat(rows);
     Slots sum_run = NewSlots(b, vec_, rows, "sum");
-    // Keys past the last computed block only hold the mask's constant: their p is 0 once every
-    // row's max is far enough above it, so the exp and P·V passes end there.
     Value* end = I64(s_.n);
     Value* ends_early = computed_end ? b.getTrue() : nullptr;
     for (int r = 0; r < rows; ++r) {
       Value* max = b.CreateFPMaxReduce(b.CreateLoad(vec_, max_run[r]));
       m_splat[r] = b.CreateVectorSplat(kLanes, max);
+      if (row_max) row_max->push_back(max);
       b.CreateStore(llvm::Constant::getNullValue(vec_), sum_run[r]);
       if (ends_early) ends_early = b.CreateAnd(ends_early, b.CreateFCmpOGT(max, MaskThreshold()));
     }
-    if (ends_early) end = b.CreateSelect(ends_early, b.CreateLoad(i64_, computed_end), end);
+    if (ends_early)
+      end =
+          b.CreateSelect(ends_early, b.CreateAlignedLoad(i64_, computed_end, llvm::Align(4)), end);
+    if (pv_end) *pv_end = end;
     Value* end_stored = b.CreateAnd(b.CreateAdd(end, I64(kLanes - 1)), I64(-kLanes));
     Loop(b, I64(0), end_stored, kLanes, "j", [&](Builder& b, Value* j) {
       for (int r = 0; r < rows; ++r) {
@@ -476,12 +596,7 @@ class Emitter {
       llvm::cast<llvm::Instruction>(sum)->setFast(true);
       inv[r] = b.CreateFDiv(llvm::ConstantFP::get(f32_, 1.0), sum);
     }
-
-    // o[r][:] = sum_j p[r][j] * V[j][:], over every key at once.
-    Slots o_run = NewSlots(b, vec_, rows * ev, "o");
-    for (Value* slot : o_run) b.CreateStore(llvm::Constant::getNullValue(vec_), slot);
-    PvAccumulate(b, vp, pbuf, I64(0), end, rows, o_run);
-    StoreOutput(b, buffers, bi, m0, rows, o_run, inv);
+    return inv;
   }
 
   // body(blk, count) for each block of k_block keys, the last with the `count` keys left.
@@ -691,7 +806,7 @@ class Emitter {
     Function* f = NewFunction(name_ + ".task", Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, true);
     Value *buffers = f->getArg(0), *begin = f->getArg(1), *end = f->getArg(2);
     Builder b(BasicBlock::Create(ctx_, "entry", f));
-    const int64_t bytes = 4 * (kt_floats_ + vp_floats_ + qs_floats_ + p_floats_);
+    const int64_t bytes = 4 * (kt_floats_ + vp_floats_ + qs_floats_ + p_floats_ + o_floats_);
     auto* scratch_type = llvm::FunctionType::get(ptr_, {i64_}, false);
     Value* scratch_fn = b.CreateIntToPtr(
         I64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(&fusetune_mm_scratch))), ptr_);
@@ -699,6 +814,8 @@ class Emitter {
     Value* vp = b.CreateConstInBoundsGEP1_64(f32_, kt, kt_floats_);
     Value* qs = b.CreateConstInBoundsGEP1_64(f32_, vp, vp_floats_);
     Value* pbuf = b.CreateConstInBoundsGEP1_64(f32_, qs, qs_floats_);
+    Value* obuf = b.CreateConstInBoundsGEP1_64(f32_, pbuf, p_floats_);
+    Value* inv = b.CreateConstInBoundsGEP1_64(f32_, obuf, t_.q_rows * e_pad_);
     Value* packed = b.CreateAlloca(i64_, nullptr, "packed");
     b.CreateStore(I64(-1), packed);
     const int64_t q_blocks = (s_.m + t_.q_rows - 1) / t_.q_rows;
@@ -743,6 +860,18 @@ class Emitter {
         });
       }
       Value* whole = b.CreateMul(b.CreateUDiv(count, I64(rows)), I64(rows));
+      if (t_.blocked) {
+        // The whole groups of `rows`, then the rows left one by one, after them in the buffers.
+        b.CreateCall(rows_r, {buffers, bi, m_start, q_rows, kt, vp, pbuf, obuf, inv,
+                              b.CreateUDiv(count, I64(rows))});
+        if (rows > 1)
+          b.CreateCall(rows_1, {buffers, bi, b.CreateAdd(m_start, whole),
+                                FloatAt(b, q_rows, b.CreateMul(whole, I64(s_.d))), kt, vp,
+                                FloatAt(b, pbuf, b.CreateMul(whole, I64(p_stride_))),
+                                FloatAt(b, obuf, b.CreateMul(whole, I64(e_pad_))),
+                                FloatAt(b, inv, whole), b.CreateSub(count, whole)});
+        return;
+      }
       Loop(b, I64(0), whole, rows, "g", [&](Builder& b, Value* g) {
         b.CreateCall(rows_r, {buffers, bi, b.CreateAdd(m_start, g),
                               FloatAt(b, q_rows, b.CreateMul(g, I64(s_.d))), kt, vp, pbuf});
@@ -774,7 +903,8 @@ class Emitter {
   bool k_swapped_ = false, v_swapped_ = false;
   std::optional<InlinedExpr> chain_;
   std::optional<MaskStep> mask_;
-  int64_t e_pad_ = 0, k_blocks_ = 0, kt_floats_ = 0, vp_floats_ = 0, qs_floats_ = 0, p_floats_ = 0;
+  int64_t e_pad_ = 0, k_blocks_ = 0, kt_floats_ = 0, vp_floats_ = 0, qs_floats_ = 0, p_floats_ = 0,
+          o_floats_ = 0;
   int64_t p_stride_ = 0;  // floats per query row in pbuf
 };
 
