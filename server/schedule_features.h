@@ -14,16 +14,62 @@
 
 namespace fusetune {
 
-inline constexpr int kScheduleFeatureCount = 40;
+// Where each feature is in ScheduleFeatures' vector: the group's template (one-hot over
+// GroupTemplate), its op mix and roofline figures, the matmul problem and tiling (0 for other
+// templates), the generic knobs and the row a generic kernel vectorizes, the attention tiling, and
+// the roofline's estimate. A stored measurement's features are recomputed from its group and
+// schedule whenever a model is trained, so the layout may change between builds.
+enum ScheduleFeature : int {
+  kFeatureTemplate = 0,  // 0..4
+  kFeatureNodes = 5,
+  kFeatureInjectiveOps,
+  kFeatureOtherOps,
+  kFeatureLogFlops,
+  kFeatureLogBytes,
+  kFeatureLogIntensity,
+  kFeatureLogThreads,
+  kFeatureLogM,
+  kFeatureLogN,
+  kFeatureLogK,
+  kFeatureLogBatch,
+  kFeatureMr,
+  kFeatureNr,
+  kFeatureKcShare,
+  kFeatureLogMc,
+  kFeatureLogNc,
+  kFeatureUnrollAndLoop,
+  kFeatureTileUse,
+  kFeatureBalance,
+  kFeatureLogBBlock,
+  kFeatureSwap,
+  kFeatureWpack,
+  kFeaturePrefetch,
+  kFeaturePrefetchBlocks,
+  kFeatureL2Block,
+  kFeatureVector,
+  kFeatureParallel,
+  kFeatureTile,
+  kFeatureLogRow,
+  kFeatureLogQRows,
+  kFeatureKBlock,
+  kFeatureRows,
+  kFeatureSoftmaxForm,  // attention: 0 two-pass, 1 online, 2 two-pass blocked
+  kFeatureLogEstimate,
+  kFeatureLogEstimateVsDefault,
+  kScheduleFeatureCount
+};
 
 // The features that hold a knob's value as the schedule chose it (a register tile, the k unroll
 // and loop order, swap, wpack, prefetch, the L2 block, a vector width, serial or parallel, the
-// attention kernel's block, rows and pass count), not a size that follows from the shape. A model
-// trained where one of them never took a value has no evidence about schedules that do: the
-// ranker explores those by the roofline (server/schedule_model.h).
-inline constexpr std::array<int, 14> kKnobFeatures = {16, 17, 21, 25, 26, 27, 28,
-                                                      29, 30, 31, 32, 35, 36, 37};
-// The group's template as features 0..4 hold it (one-hot over GroupTemplate); -1 when none is.
+// attention kernel's block, rows and softmax form), not a size that follows from the shape. A
+// model trained where one of them never took a value has no evidence about schedules that do:
+// the ranker explores those by the roofline (server/schedule_model.h).
+inline constexpr std::array<int, 14> kKnobFeatures = {
+    kFeatureMr,     kFeatureNr,         kFeatureUnrollAndLoop,  kFeatureSwap,
+    kFeatureWpack,  kFeaturePrefetch,   kFeaturePrefetchBlocks, kFeatureL2Block,
+    kFeatureVector, kFeatureParallel,   kFeatureTile,           kFeatureKBlock,
+    kFeatureRows,   kFeatureSoftmaxForm};
+// The group's template as features 0..4 hold it; -1 when none is.
 inline constexpr int kFeatureTemplates = 5;
 int FeatureTemplate(const std::vector<float>& features);
 

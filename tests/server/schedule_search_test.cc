@@ -140,9 +140,9 @@ TEST(ScheduleFeatures, EveryTemplateAndKnobHasItsOwnFeature) {
       ScheduleFeatures(dense, d, Knobs({{"mc", 768}, {"mr", 6}, {"swap", 1}}), 1);
   ASSERT_EQ(plain.size(), static_cast<size_t>(kScheduleFeatureCount));
   EXPECT_EQ(FeatureTemplate(plain), static_cast<int>(GroupTemplate::kMatmul));
-  EXPECT_EQ(plain[25], 0.0f);
-  EXPECT_EQ(swapped[25], 1.0f) << "swap";
-  EXPECT_EQ(ScheduleFeatures(dense, d, Knobs({{"wpack", 1}}), 1)[26], 1.0f) << "wpack";
+  EXPECT_EQ(plain[kFeatureSwap], 0.0f);
+  EXPECT_EQ(swapped[kFeatureSwap], 1.0f) << "swap";
+  EXPECT_EQ(ScheduleFeatures(dense, d, Knobs({{"wpack", 1}}), 1)[kFeatureWpack], 1.0f) << "wpack";
   // The attention template has its own place, and the node count is not written over it.
   Graph attention = ParseRelay(
       R"(fn (%q: Tensor[(4, 32, 16), float32], %k: Tensor[(4, 48, 16), float32],
@@ -157,9 +157,13 @@ TEST(ScheduleFeatures, EveryTemplateAndKnobHasItsOwnFeature) {
   ASSERT_TRUE(a.Attention());
   const std::vector<float> f = ScheduleFeatures(attention, a, Knobs({{"rows", 2}}), 1);
   EXPECT_EQ(FeatureTemplate(f), static_cast<int>(GroupTemplate::kAttention));
-  EXPECT_EQ(f[5], 4.0f) << "four nodes";
-  EXPECT_EQ(f[36], 2.0f) << "rows";
-  EXPECT_EQ(ScheduleFeatures(attention, a, Knobs({{"online", 1}}), 1)[37], 1.0f) << "online";
+  EXPECT_EQ(f[kFeatureNodes], 4.0f) << "four nodes";
+  EXPECT_EQ(f[kFeatureRows], 2.0f) << "rows";
+  EXPECT_EQ(f[kFeatureSoftmaxForm], 0.0f);
+  EXPECT_EQ(ScheduleFeatures(attention, a, Knobs({{"online", 1}}), 1)[kFeatureSoftmaxForm], 1.0f)
+      << "online";
+  EXPECT_EQ(ScheduleFeatures(attention, a, Knobs({{"blocked", 1}}), 1)[kFeatureSoftmaxForm], 2.0f)
+      << "blocked";
 }
 
 // ---- rank quality and the learned model ----
