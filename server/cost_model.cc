@@ -19,6 +19,7 @@ constexpr double kSerialBandwidth = 0.6;    // one thread's share of the machine
 constexpr double kL2Bytes = 1 << 20;        // a packed block beyond this streams from L3
 constexpr double kCacheSpeedup = 4.0;       // L2 bandwidth over memory bandwidth
 constexpr double kL1PanelBytes = 32 << 10;  // a packed B panel up to this stays in L1 (48 KiB)
+constexpr double kLoadCost = 0.25;          // a tile's loads an FMA, as a share of an FMA's time
 
 double RoundUp(double a, double b) { return std::ceil(a / b) * b; }
 
@@ -41,9 +42,14 @@ double MatmulEstimate(const MatmulLayout& layout, const Schedule& schedule, cons
   const double k = static_cast<double>(l.k), batch = static_cast<double>(l.batch);
   const double edge = m / RoundUp(m, t.mr) * (n / RoundUp(n, t.nr));
   // Per k step the tile issues mr x nr/16 FMAs against nr/16 loads and mr broadcasts (two of
-  // each per cycle), and needs about 8 independent accumulators to cover the FMA latency.
+  // each per cycle), and needs about 8 independent accumulators to cover the FMA latency. Below
+  // those limits the loads still cost: on the Intel Xeon the 4 x 64 tile (0.50 loads an FMA) ran
+  // BERT's FFN 1 at 77-79% of the FMA peak where 5 x 64, 6 x 64, 8 x 48 and 12 x 32 (0.42-0.58)
+  // ran at 80-83% (weights packed once, M = 128 and 384), so fewer loads an FMA ranks first among
+  // tiles the limits leave alike.
   const double fmas = t.mr * (t.nr / kLanes), loads = t.nr / kLanes + t.mr;
-  double tile = std::min(1.0, fmas / loads) * std::min(1.0, fmas / 8.0);
+  double tile =
+      std::min(1.0, fmas / loads) * std::min(1.0, fmas / 8.0) / (1.0 + kLoadCost * loads / fmas);
   // A B panel (kc x nr) past L1 is re-read from L2 by every m tile: nr * 4 bytes per k step
   // against mr * nr / 16 FMAs, i.e. 128 / mr bytes a cycle at two FMAs a cycle, where L2 feeds
   // about 32: enough from mr = 4 up (2 x 128 ran at 42-45% of the FMA peak on BERT's denses on
