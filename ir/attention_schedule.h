@@ -17,12 +17,14 @@
 //            buffer of 4 rows in L1), 1 beyond: the two-pass form measured 0.97-1.00x greedy's
 //            three kernels at S = 128-256 and 0.71-0.80x at 512, the online one 1.14-1.16x and
 //            0.92x (BENCHMARKS.md, "Attention in two passes")
-//   blocked  1 (two-pass only): the task's q_rows queries go through each pass together, key
-//            block by key block, `rows` at a time: each packed K block and V block is read by all
-//            of them while it is in L1, where rows queries at a time over all keys stream the
-//            whole of K and V from L2 for every `rows` queries. The task's scores (q_rows x N) and
-//            output rows (q_rows x E) live in buffers; a mask step's blocks are filled, not
-//            skipped, in the exp and P·V passes
+//   blocked  the two-pass form's order, 1 by default: the task's q_rows queries go through each
+//            pass together, key block by key block, `rows` at a time, so each packed K block and
+//            V block is read by all of them while it is in L1; 0: `rows` queries at a time over
+//            all keys, streaming the whole of K and V from L2 for every `rows` queries. Blocked,
+//            the task's scores (q_rows x N) and output rows (q_rows x E) live in buffers; 3-4%
+//            faster than by rows at S = 128-512 on the Intel Xeon and level under a causal mask
+//            (paired; BENCHMARKS.md, "Attention blocked over the task's queries"). blocked=1
+//            with online=1 is an error
 // The vector width is fixed at 16 floats (one AVX-512 register; two AVX2 registers elsewhere):
 // the mask and scale steps are read through the 16-lane row loads the matmul epilogue uses.
 #include <cstdint>
@@ -45,7 +47,7 @@ struct AttentionTiling {
   int64_t k_block = 64;
   int rows = 4;
   bool online = false;
-  bool blocked = false;
+  bool blocked = true;  // resolved: false when online
   int64_t Tasks(const AttentionShape& s) const { return s.batch * ((s.m + q_rows - 1) / q_rows); }
 };
 

@@ -177,11 +177,11 @@ TEST(ScheduleFeatures, EveryTemplateAndKnobHasItsOwnFeature) {
   EXPECT_EQ(FeatureTemplate(f), static_cast<int>(GroupTemplate::kAttention));
   EXPECT_EQ(f[kFeatureNodes], 4.0f) << "four nodes";
   EXPECT_EQ(f[kFeatureRows], 2.0f) << "rows";
-  EXPECT_EQ(f[kFeatureSoftmaxForm], 0.0f);
+  EXPECT_EQ(f[kFeatureSoftmaxForm], 2.0f) << "two-pass, blocked";
   EXPECT_EQ(ScheduleFeatures(attention, a, Knobs({{"online", 1}}), 1)[kFeatureSoftmaxForm], 1.0f)
       << "online";
-  EXPECT_EQ(ScheduleFeatures(attention, a, Knobs({{"blocked", 1}}), 1)[kFeatureSoftmaxForm], 2.0f)
-      << "blocked";
+  EXPECT_EQ(ScheduleFeatures(attention, a, Knobs({{"blocked", 0}}), 1)[kFeatureSoftmaxForm], 0.0f)
+      << "two-pass by rows";
 }
 
 // ---- rank quality and the learned model ----
