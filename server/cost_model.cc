@@ -45,7 +45,7 @@ double MatmulEstimate(const MatmulLayout& layout, const Schedule& schedule, cons
   // each per cycle), and needs about 8 independent accumulators to cover the FMA latency. Below
   // those limits the loads still cost: on the Intel Xeon the 4 x 64 tile (0.50 loads an FMA) ran
   // BERT's FFN 1 at 77-79% of the FMA peak where 5 x 64, 6 x 64, 8 x 48 and 12 x 32 (0.42-0.58)
-  // ran at 80-83% (weights packed once, M = 128 and 384), so fewer loads an FMA ranks first among
+  // ran at 79-83% (weights packed once, M = 128 and 384), so fewer loads an FMA ranks first among
   // tiles the limits leave alike.
   const double fmas = t.mr * (t.nr / kLanes), loads = t.nr / kLanes + t.mr;
   double tile =
