@@ -161,6 +161,7 @@ PairedRounds TimeAgainst(
   // (worker/job_runner.h): two compiles of one group, placed elsewhere in memory, can time apart.
   PlanExecutor second(graph, out.plan, jit, o.threads, &kernels, compile_threads);
   out.kernels = second.num_kernels();
+  second.UseOutputs(first.OutputBuffers());  // the same memory for both: only kernels differ
   second.SetInputs(inputs);
   second.Run();
   const OutputComparison check = check_outputs(second.Outputs());

@@ -156,6 +156,23 @@ void PlanExecutor::AllocateOutputs() {
     }
 }
 
+std::vector<Tensor> PlanExecutor::OutputBuffers() const {
+  std::vector<Tensor> buffers;
+  for (ValueId out : graph_.outputs())
+    buffers.push_back(block_of_.count(out) ? Tensor() : values_[out]);
+  return buffers;
+}
+
+void PlanExecutor::UseOutputs(std::span<const Tensor> buffers) {
+  FT_CHECK(buffers.size() == graph_.outputs().size(), "outputs of another graph");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const ValueId out = graph_.outputs()[i];
+    if (buffers[i].data() && !block_of_.count(out) && values_[out].data() &&
+        buffers[i].type() == values_[out].type())
+      values_[out] = buffers[i];
+  }
+}
+
 void* PlanExecutor::BufferOf(ValueId v) {
   auto block = block_of_.find(v);
   return block == block_of_.end() ? values_[v].data() : blocks_[block->second].data();

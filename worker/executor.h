@@ -64,6 +64,13 @@ class PlanExecutor {
   // Parameter values, in either form ir/interpreter.h accepts (one per parameter, or one per
   // parameter without data). Types must match exactly.
   void SetInputs(std::span<const Tensor> inputs);
+  // The graph's output tensors themselves (not copies; an empty Tensor for one kept in a shared
+  // block), and writing the outputs into such tensors of another executor of the same graph
+  // instead of its own (before SetInputs). Plans timed against each other then read and write
+  // the same memory and only their kernels differ: with outputs of their own, one plan of the
+  // seed at S = 512 timed 3-9% apart from itself (BENCHMARKS.md).
+  std::vector<Tensor> OutputBuffers() const;
+  void UseOutputs(std::span<const Tensor> buffers);
   // Runs every kernel once, in plan order.
   void Run();
   // The graph's outputs after Run (copies).
