@@ -78,8 +78,8 @@ struct PlanRun {
   // Waits until every kernel of the plan is in `kernels`; rethrows a compile's error.
   std::function<void(const Plan&)> await_kernels;
   CheckedExecutors& checked;
-  // The job's first plan's output tensors, which the plans compiled after it write into too
-  // (PlanExecutor::UseOutputs): where an output lies in memory is then not what tells them apart.
+  // The output tensors every plan of the job compiled here writes into (PlanExecutor::UseOutputs):
+  // a kept plan's, else the first's. Where an output lies is then not what tells plans apart.
   std::vector<Tensor>& outputs;
 };
 
@@ -100,7 +100,6 @@ PlanResult RunPlan(const PlanRun& run, const JobPlan& job_plan, CheckedExecutors
     // job, a call of its last timing when that was as long as a repeat (it touched all it will
     // touch; no warm-up call is worth its time), else none (a full warm-up).
     std::optional<double> call_ms;
-    if (checked.executor && run.outputs.empty()) run.outputs = checked.executor->OutputBuffers();
     if (checked.executor) {
       r.max_abs_error = checked.max_abs_error;
       r.max_output_magnitude = checked.max_output_magnitude;
@@ -387,7 +386,10 @@ JobResult JobRunner::Run(const MeasureJob& job) {
     std::lock_guard<std::mutex> lock(reference_mutex_);
     return references_.Spread(g, reference, job.seed);
   };
+  // A plan kept from an earlier job is bound to its outputs already: the others take them.
   std::vector<Tensor> outputs;
+  for (const CheckedExecutors::Checked& c : checked)
+    if (c.executor && outputs.empty()) outputs = c.executor->OutputBuffers();
   const PlanRun run{graph,    job,   reference.inputs, reference.outputs, spread, jit,
                     kernels_, pool_, await_kernels,    checked_,          outputs};
   phases.compile_ms = MsSince(start);
