@@ -23,7 +23,7 @@
 //            all keys, streaming the whole of K and V from L2 for every `rows` queries. Blocked,
 //            the task's scores (q_rows x N) and output rows (q_rows x E) live in buffers; 3-4%
 //            faster than by rows at S = 128-512 on the Intel Xeon and level under a causal mask
-//            (paired; BENCHMARKS.md, "Attention blocked over its queries"). blocked=1
+//            (paired; BENCHMARKS.md, "Attention blocked over its queries ..."). blocked=1
 //            with online=1 is an error
 // The vector width is fixed at 16 floats (one AVX-512 register; two AVX2 registers elsewhere):
 // the mask and scale steps are read through the 16-lane row loads the matmul epilogue uses.
