@@ -57,25 +57,32 @@ void ShowKernel(const KernelOptions& o) {
     for (ValueId v : ids) s += (s.empty() ? "" : ", ") + RelayRef(graph, v);
     return s;
   };
+  // Emitting the module is what checks a schedule's knobs against the templates that emit LLVM IR
+  // directly, so their default view emits it too: a bad knob is refused before anything is
+  // printed, as by `run`.
+  const bool emits_llvm = group->templ == GroupTemplate::kMatmul || group->Attention();
+  std::unique_ptr<codegen::JitModule> module;
+  if (o.print_llvm || o.print_asm || emits_llvm) {
+    std::string symbol = "fusetune_kernel";
+    module = codegen::EmitGroupModule(graph, *group, schedule, jit, symbol,
+                                      {.opt_level = 3, .threads = o.threads});
+  }
   std::cout << fmt::format(
       "// template {}; anchor {}; inputs [{}]; outputs [{}]{}\n", TemplateName(group->templ),
       group->anchor >= 0 ? RelayRef(graph, group->anchor) : "none", names(group->inputs),
       names(group->outputs),
       recompute.empty() ? "" : "; recomputes [" + names(group->recompute) + "]");
-  std::string space;
-  for (const Schedule& s : ScheduleSpace(graph, *group, o.threads))
-    space += (space.empty() ? "" : " | ") + (s.knobs.empty() ? "default" : s.ToString());
-  std::cout << fmt::format("// schedule '{}'; space: {}\n// target {}\n", schedule.ToString(),
-                           space, jit.target().Fingerprint());
+  const std::vector<Schedule> space = ScheduleSpace(graph, *group, o.threads);
+  std::cout << fmt::format("// schedule '{}'\n// target {}\n// space ({} schedules):\n",
+                           schedule.ToString(), jit.target().Fingerprint(), space.size());
+  for (const Schedule& s : space)
+    std::cout << "//   " << (s.knobs.empty() ? "default" : s.ToString()) << "\n";
   if (o.print_llvm || o.print_asm) {
-    std::string symbol = "fusetune_kernel";
-    auto module = codegen::EmitGroupModule(graph, *group, schedule, jit, symbol,
-                                           {.opt_level = 3, .threads = o.threads});
     if (!o.unoptimized) jit.Optimize(*module);
     std::cout << (o.print_asm ? jit.Assembly(*module) : jit.PrintIR(*module));
     return;
   }
-  if (group->templ == GroupTemplate::kMatmul || group->Attention()) {
+  if (emits_llvm) {
     std::cout << "// the " << TemplateName(group->templ)
               << " template emits LLVM IR directly; use --print-llvm or --print-asm\n";
     return;

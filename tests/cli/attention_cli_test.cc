@@ -56,6 +56,30 @@ TEST(AttentionCli, APlanFileWithAnAttentionGroupRunsAndIsChecked) {
   EXPECT_NE(refused.err.find("k_block"), std::string::npos) << refused.err;
 }
 
+// The templates that emit LLVM IR directly (attention, matmul) check a schedule in `kernel`'s
+// default view too, not only with --print-llvm: a bad knob exits 2 naming it, printing nothing.
+TEST(AttentionCli, TheKernelViewRefusesAKnobItsTemplateLacks) {
+  const std::string graph = WriteTempFile("attn_view.relay", kAttention);
+  struct Case {
+    const char* group;
+    const char* schedule;
+    const char* named;
+  };
+  for (const Case& c : {Case{"%0,%1,%2,%3,%4", "k_block=24", "k_block"},
+                        Case{"%0,%1,%2,%3,%4", "online=1,blocked=1", "blocked=1"},
+                        Case{"%0", "k_block=16", "k_block"}}) {
+    auto shown = RunFusetune(std::string("kernel --group ") + c.group + " --schedule " +
+                             c.schedule + " " + graph);
+    EXPECT_EQ(shown.exit_code, 2) << c.schedule;
+    EXPECT_NE(shown.err.find(c.named), std::string::npos) << shown.err;
+    EXPECT_EQ(shown.out, "") << c.schedule;
+  }
+  auto good = RunFusetune("kernel --group %0,%1,%2,%3,%4 --schedule k_block=16 " + graph);
+  ASSERT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_NE(good.out.find("// schedule 'k_block=16'"), std::string::npos) << good.out;
+  EXPECT_NE(good.out.find("//   online=1\n"), std::string::npos) << good.out;
+}
+
 // The GPT-2 block example: its scores get a leading 1 for the causal mask (expand_dims), the
 // softmax is over that rank-4 tensor, P loses it again (squeeze); the whole chain is one attention
 // kernel, and the mask's lengths are the sequence's.
