@@ -6,7 +6,6 @@ cd "$(dirname "$0")/.."
 
 # lld-16: links the statically linked LLVM and gRPC in seconds (CMakeLists.txt says why).
 # libopenblas0-pthread: numpy's and PyTorch's BLAS for the bench/ peers (else the slow reference BLAS).
-# libdnnl-dev: oneDNN's sgemm, the vendor GEMM that bench/matmul times ours against.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
@@ -14,7 +13,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libxxhash-dev libonnx-dev
   libcpp-httplib-dev prometheus-cpp-dev libyaml-cpp-dev
   python3-grpcio python3-protobuf python3-pytest python3-onnx
-  libopenblas0-pthread libdnnl-dev libxgboost-dev
+  libopenblas0-pthread libxgboost-dev
 )
 missing=()
 # shellcheck disable=SC2206
