@@ -320,12 +320,30 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     return AnalyzeAttention(g, std::move(group), users, why_not);
   }
 
+  // A softmax written op by op: its two reductions are steps of one row kernel.
+  const std::optional<SoftmaxOpByOp> row_softmax =
+      anchors == 2 ? SoftmaxOpByOpIn(g, group.nodes) : std::nullopt;
+  std::unordered_set<ValueId> steps;
+  if (row_softmax) {
+    if (!recomputed.empty())
+      return Reject(why_not, "a softmax written op by op recomputes nothing");
+    for (ValueId v : row_softmax->Steps()) {
+      if (std::binary_search(group.outputs.begin(), group.outputs.end(), v))
+        return Reject(why_not, fmt::format("{} is read outside the group: the steps of a softmax "
+                                           "written op by op stay inside its row kernel",
+                                           g.RefName(v)));
+      steps.insert(v);
+    }
+    group.softmax = *row_softmax;
+    group.anchor = row_softmax->output;
+  }
+
   // Template: at most one anchor, or a matmul with the layer norm it folds.
   std::string fold_why;
-  if (anchors == 2) group.norm = FoldedNorm(g, users, group.nodes, &fold_why);
+  if (anchors == 2 && !row_softmax) group.norm = FoldedNorm(g, users, group.nodes, &fold_why);
   for (ValueId v : group.nodes) {
     const OpDef& op = *g.value(v).op;
-    if (v == group.norm) continue;
+    if (v == group.norm || steps.count(v) || (row_softmax && v == group.anchor)) continue;
     if (IsAnchorKind(op.kind)) {
       if (group.anchor >= 0 && !fold_why.empty()) return Reject(why_not, fold_why);
       if (group.anchor >= 0)
@@ -341,10 +359,32 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
   }
 
   std::unordered_set<ValueId> epilogue, prologue;
-  if (group.anchor >= 0) {
+  if (row_softmax) {
+    group.templ = GroupTemplate::kComposite;
+    Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);
+    // The prologue is what computes x; the steps between x and the division are the kernel's.
+    const ValueId x = row_softmax->input;
+    if (in_group.count(x)) {
+      prologue.insert(x);
+      Reach(g, users, x, in_group, /*downward=*/false, prologue);
+    }
+    for (ValueId v : group.nodes) {
+      if (!steps.count(v) && v != group.anchor && !prologue.count(v) && !epilogue.count(v))
+        return Reject(why_not, fmt::format("{} is neither before the softmax's input nor after "
+                                           "its division",
+                                           g.RefName(v)));
+    }
+    for (ValueId v : epilogue)
+      for (ValueId in : g.value(v).inputs)
+        if (steps.count(in))
+          return Reject(why_not, fmt::format("{} reads {}, a step inside the softmax", g.RefName(v),
+                                             g.RefName(in)));
+  } else if (group.anchor >= 0) {
     group.templ = TemplateFor(g.value(group.anchor).op->kind);
     Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);
     Reach(g, users, group.anchor, in_group, /*downward=*/false, prologue);
+  }
+  if (group.anchor >= 0) {
     const TensorType& anchor_type = g.value(group.anchor).type;
     for (ValueId v : epilogue) {
       const OpDef& op = *g.value(v).op;

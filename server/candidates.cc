@@ -24,6 +24,10 @@
 // stored, under RecomputableMembers' rules: x - mean inside both a layer norm's variance and its
 // division.
 //
+// Softmaxes written op by op (ir/softmax_pattern.h) hold two reductions, so the walk never grows
+// them either: each is offered as its five ops, and with the private element-wise producers of
+// its input (those only it reads, nearest first) within the size bound.
+//
 // Attention groups (ir/attention_pattern.h) hold three anchors, so the walk never grows them
 // either. For each chain batch_matmul -> scale/mask -> softmax -> batch_matmul the core is offered
 // with each subset of its operands' private producers (the head split's reshape and transpose,
@@ -36,6 +40,7 @@
 #include <set>
 
 #include "ir/attention_pattern.h"
+#include "ir/softmax_pattern.h"
 
 namespace fusetune {
 namespace {
@@ -79,6 +84,7 @@ class Enumerator {
     AddNormFolds();
     if (policy_.options().horizontal) AddHorizontal();
     if (policy_.options().attention) AddAttention();
+    AddSoftmaxOpByOp();
     std::sort(out_.begin(), out_.end(), [](const FusedGroup& a, const FusedGroup& b) {
       if (a.nodes.size() != b.nodes.size()) return a.nodes.size() < b.nodes.size();
       if (a.nodes != b.nodes) return a.nodes < b.nodes;
@@ -198,6 +204,36 @@ class Enumerator {
       }
       for (const std::vector<ValueId>& nodes : sets) Record(nodes);
     }
+  }
+
+  void AddSoftmaxOpByOp() {
+    const size_t max_size = static_cast<size_t>(policy_.options().max_group_size);
+    for (const SoftmaxOpByOp& softmax : FindSoftmaxOpByOp(g_)) {
+      std::vector<ValueId> nodes = softmax.Core();
+      if (nodes.size() > max_size) continue;
+      std::vector<std::vector<ValueId>> sets = {nodes};
+      // x's producers while each is element-wise and read by nothing else, nearest first.
+      for (ValueId v = softmax.input;
+           nodes.size() < max_size && g_.value(v).kind == ValueKind::kNode;
+           v = g_.value(v).inputs.at(0)) {
+        const OpDef& op = *g_.value(v).op;
+        if (!fusable_[v] || op.kind != OpKind::kElementwise || g_.value(v).inputs.empty() ||
+            !PrivateTo(v, nodes))
+          break;
+        nodes.insert(std::lower_bound(nodes.begin(), nodes.end(), v), v);
+        sets.push_back(nodes);
+      }
+      for (const std::vector<ValueId>& set : sets) Record(set);
+    }
+  }
+
+  // Whether every reader of `v` is in `nodes` (and `v` is no graph output).
+  bool PrivateTo(ValueId v, const std::vector<ValueId>& nodes) const {
+    const std::vector<ValueId>& outputs = g_.outputs();
+    if (std::find(outputs.begin(), outputs.end(), v) != outputs.end()) return false;
+    for (ValueId u : g_.Users(v))
+      if (!std::binary_search(nodes.begin(), nodes.end(), u)) return false;
+    return true;
   }
 
   void Record(const std::vector<ValueId>& nodes) {

@@ -98,6 +98,13 @@ std::pair<double, double> RowsOf(const Graph& graph, const FusedGroup& group) {
     for (int64_t d : s) all *= static_cast<double>(d);
     return {len, all / std::max(1.0, len)};
   }
+  if (group.SoftmaxWrittenOpByOp()) {  // its anchor is the division: the row is the softmax's
+    const Shape& x = graph.value(group.softmax.input).type.shape;
+    double all = 1;
+    for (int64_t d : x) all *= static_cast<double>(d);
+    const double len = static_cast<double>(x.at(group.softmax.axis));
+    return {len, all / std::max(1.0, len)};
+  }
   const Value& anchor = graph.value(group.anchor);
   const Shape& in = graph.value(anchor.inputs.at(0)).type.shape;
   double all = 1;

@@ -259,6 +259,24 @@ TEST(GroupCodegen, SoftmaxRowsPlainAndCached) {
       {}, kAccum);
 }
 
+// A softmax written op by op (ir/softmax_pattern.h) as one row kernel: over the last axis and
+// an inner one, at lengths that are not multiples of the vector width, alone and with an
+// element-wise producer of x and a consumer of the division in the same kernel.
+TEST(GroupCodegen, SoftmaxWrittenOpByOpIsOneRowKernel) {
+  for (const char* axis : {"2", "1"}) {
+    const std::string steps = std::string("  %1 = max(%0, axis=[") + axis +
+                              "], keepdims=True);\n  %2 = subtract(%0, %1);\n  %3 = exp(%2);\n"
+                              "  %4 = sum(%3, axis=[" +
+                              axis + "], keepdims=True);\n  %5 = divide(%3, %4);\n";
+    const std::string relay =
+        "fn (%x: Tensor[(3, 7, 45), float32], %m: Tensor[(45), float32]) {\n"
+        "  %0 = multiply(%x, 3f);\n" +
+        steps + "  multiply(%5, %m)\n}";
+    ExpectMatch(relay, {{"1", "2", "3", "4", "5"}, {"0"}, {"6"}}, kAccum);
+    ExpectMatch(relay, {{"0", "1", "2", "3", "4", "5", "6"}}, kAccum);
+  }
+}
+
 // ONNX's erf-GELU: x / sqrt(2) (a multiply by the reciprocal), the rational erf, over |x| up to 8.
 TEST(GroupCodegen, ErfGeluWithConstantDivision) {
   const std::string gelu =

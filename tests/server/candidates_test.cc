@@ -152,6 +152,33 @@ TEST(Candidates, TwoAnchorsNeverShareAGroup) {
 }
 
 // Two anchors share a group only as a layer norm folded into the matmul it alone feeds.
+TEST(Candidates, ASoftmaxWrittenOpByOpIsOfferedAsOneKernelWithItsPrivateProducers) {
+  // x's scale is read only by the softmax; the square before it also by the output.
+  const Graph g = ParseRelay(R"(fn (%x: Tensor[(4, 40), float32]) {
+  %0 = multiply(%x, %x);
+  %1 = multiply(%0, 0.5f);
+  %2 = max(%1, axis=[1], keepdims=True);
+  %3 = subtract(%1, %2);
+  %4 = exp(%3);
+  %5 = sum(%4, axis=[1], keepdims=True);
+  %6 = divide(%4, %5);
+  (%6, %0)
+})",
+                             "t");
+  const std::vector<ValueId> core = {4, 5, 6, 7, 8};  // %2 .. %6
+  std::vector<ValueId> with_scale = core;
+  with_scale.insert(with_scale.begin(), 3);  // %1
+  const std::set<std::vector<ValueId>> offered = AsSets(Enumerate(g, {}));
+  EXPECT_TRUE(offered.count(core));
+  EXPECT_TRUE(offered.count(with_scale));
+  std::vector<ValueId> with_square = with_scale;
+  with_square.insert(with_square.begin(), 1);  // %0, an output too
+  EXPECT_FALSE(offered.count(with_square));
+  SearchOptions small;
+  small.max_group_size = 4;
+  EXPECT_FALSE(AsSets(Enumerate(g, small)).count(core));
+}
+
 TEST(Candidates, ALayerNormIsOfferedFoldedIntoTheMatmulOnlyItFeeds) {
   GraphBuilder b;
   TensorType t{DType::kFloat32, {4, 8}}, v{DType::kFloat32, {8}};

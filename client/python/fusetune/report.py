@@ -45,10 +45,10 @@ class PlanGroup:
 class PlanChange:
     """A group of a region's plan that the rules (greedy on default schedules) do not have.
 
-    `fusion`: "attention kernel", "horizontal GEMM", "layer norm folded", "recomputes %N",
-    "matmul prologue", "no fusion", "other grouping", or "" for greedy's own group; `schedule`:
-    its knobs when not the default ("" otherwise), and `knobs_changed` only those that differ
-    from the default."""
+    `fusion`: "attention kernel", "softmax row kernel", "horizontal GEMM", "layer norm folded",
+    "recomputes %N", "matmul prologue", "no fusion", "other grouping", or "" for greedy's own
+    group; `schedule`: its knobs when not the default ("" otherwise), and `knobs_changed` only
+    those that differ from the default."""
     nodes: Tuple[str, ...]
     fusion: str = ""
     schedule: str = ""

@@ -35,14 +35,18 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
                             const std::string& name) {
   GroupKernel gk(graph, group, name);
   const Value& anchor = graph.value(group.anchor);
-  const std::string& op = anchor.op->name;
+  // A softmax written op by op (ir/softmax_pattern.h) is nn.softmax of its input: the anchor is
+  // its division, and the steps before it are this kernel's passes.
+  const bool op_by_op = group.SoftmaxWrittenOpByOp();
+  const std::string op = op_by_op ? "nn.softmax" : anchor.op->name;
   const bool softmax = op == "nn.softmax";
   if (!softmax && op != "nn.layer_norm") throw UserError(fmt::format("no row kernel for {}", op));
-  const ValueId input = anchor.inputs.at(0);
+  const ValueId input = op_by_op ? group.softmax.input : anchor.inputs.at(0);
   const Shape& shape = graph.value(input).type.shape;
   const int rank = static_cast<int>(shape.size());
   if (rank == 0) throw UserError(fmt::format("{} of a scalar", op));
-  const int axis = NormalizeAxis(op, anchor.attrs.GetInt("axis"), rank);
+  const int axis =
+      op_by_op ? group.softmax.axis : NormalizeAxis(op, anchor.attrs.GetInt("axis"), rank);
   std::vector<int64_t> extents(shape.begin(), shape.end());
   std::vector<int64_t> before(extents.begin(), extents.begin() + axis),
       after(extents.begin() + axis + 1, extents.end());
