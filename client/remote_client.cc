@@ -115,6 +115,7 @@ v1::TuneOptions TuneOptionsToProto(const TuneOptions& o) {
   p.set_no_attention(!s.attention);
   p.set_no_norm_fold(!s.norm_fold);
   p.set_no_recompute(!s.recompute);
+  p.set_no_softmax_rows(!s.softmax_rows);
   p.set_schedule_budget(s.schedule_budget);
   p.set_warm_start(o.warm_start == WarmStart::kOnly  ? v1::WARM_START_ONLY
                    : o.warm_start == WarmStart::kOff ? v1::WARM_START_COLD

@@ -66,6 +66,9 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
   cmd->add_flag("--no-recompute", f.no_recompute,
                 "never recompute a cheap op (element-wise, broadcast) inside each kernel that "
                 "reads it instead of storing it once");
+  cmd->add_flag("--no-softmax-rows", f.no_softmax_rows,
+                "never compute a softmax written op by op (max, subtract, exp, sum, divide) as one "
+                "row kernel (the rules' kernels store its exponent)");
   cmd->add_flag("--no-horizontal", f.no_horizontal,
                 "never fuse sibling matmuls that read the same input (Q, K, V) into one kernel");
 }
@@ -80,6 +83,7 @@ SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
   o.attention = !f.no_attention;
   o.norm_fold = !f.no_norm_fold;
   o.recompute = !f.no_recompute;
+  o.softmax_rows = !f.no_softmax_rows;
   for (const auto& op : f.never_fuse_ops) {
     if (std::string problem = ControlOpProblem(op); !problem.empty())
       throw UserError("--never-fuse: " + problem);

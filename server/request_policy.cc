@@ -31,7 +31,8 @@ RequestPolicy::RequestPolicy(const Graph& graph, SearchOptions options)
       !options_.forbidden_groups.empty() || options_.max_group_size < defaults.max_group_size ||
       options_.max_kernel_args < defaults.max_kernel_args ||
       options_.horizontal < defaults.horizontal || options_.attention < defaults.attention ||
-      options_.norm_fold < defaults.norm_fold || options_.recompute < defaults.recompute;
+      options_.norm_fold < defaults.norm_fold || options_.recompute < defaults.recompute ||
+      options_.softmax_rows < defaults.softmax_rows;
   wider_ = options_.max_group_size > defaults.max_group_size ||
            options_.max_kernel_args > defaults.max_kernel_args;
 }
@@ -112,6 +113,10 @@ std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, b
     return refuse("the request does not compute attention as one kernel (--no-attention)");
   if (group->norm >= 0 && !options_.norm_fold)
     return refuse("the request does not fold layer norms into matmuls (--no-norm-fold)");
+  if (group->SoftmaxWrittenOpByOp() && !options_.softmax_rows)
+    return refuse(
+        "the request does not compute a softmax written op by op as one kernel "
+        "(--no-softmax-rows)");
   const int args = static_cast<int>(group->inputs.size() + group->outputs.size());
   if (limits && !single && args > options_.max_kernel_args)
     return refuse(fmt::format("{} kernel arguments, more than the request's max args {}", args,

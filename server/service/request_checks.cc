@@ -139,6 +139,7 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
   s.attention = !p.no_attention();
   s.norm_fold = !p.no_norm_fold();
   s.recompute = !p.no_recompute();
+  s.softmax_rows = !p.no_softmax_rows();
   if (p.has_schedule_budget()) {
     if (p.schedule_budget() < limits::kScheduleBudget.lo ||
         p.schedule_budget() > limits::kScheduleBudget.hi)

@@ -101,6 +101,7 @@ def test_options_become_tune_options():
     assert tune_options(attention=False).no_attention and not defaults.no_attention
     assert tune_options(norm_fold=False).no_norm_fold and not defaults.no_norm_fold
     assert tune_options(recompute=False).no_recompute and not defaults.no_recompute
+    assert tune_options(softmax_rows=False).no_softmax_rows and not defaults.no_softmax_rows
     assert not defaults.HasField("schedule_budget"), "unset: the server's default"
     assert tune_options(warm_start="cold").warm_start == pb.WARM_START_COLD
     for bad in ({"threads": 0}, {"max_group": -1}, {"budget": -1}, {"budget": 1.5},
