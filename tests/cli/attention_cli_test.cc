@@ -14,6 +14,7 @@ namespace {
 
 using testing::kFast;
 using testing::RunFusetune;
+using testing::RunPlanFile;
 using testing::TempDb;
 using testing::WriteTempFile;
 
@@ -34,9 +35,8 @@ TEST(AttentionCli, APlanFileWithAnAttentionGroupRunsAndIsChecked) {
   const std::string plan = WriteTempFile(
       "attn_plan.json",
       R"({"groups":[{"nodes":["%0","%1","%2","%3","%4"],"schedule":"k_block=16,rows=3"}]})");
-  for (const char* threads : {"1", "2"}) {
-    auto run = RunFusetune(std::string("run --json --repeat 2 --threads ") + threads + " --plan " +
-                           plan + " " + graph);
+  for (int threads : {1, 2}) {
+    auto run = RunPlanFile(plan, graph, threads);
     ASSERT_EQ(run.exit_code, 0) << run.err;
     auto j = nlohmann::json::parse(run.out);
     EXPECT_EQ(j["groups"], nlohmann::json::parse(R"([["%0","%1","%2","%3","%4"]])"));

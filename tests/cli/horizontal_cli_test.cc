@@ -34,7 +34,7 @@ TEST(HorizontalCli, APlanFileWithAHorizontalGroupRunsAndIsChecked) {
   const std::string graph = WriteTempFile("qkv.relay", kQkv);
   const std::string plan = WriteTempFile(
       "qkv_plan.json", R"({"groups":[{"nodes":["%0","%1","%2","%3","%4"],"schedule":""}]})");
-  auto run = RunFusetune("run --json --repeat 2 --threads 2 --plan " + plan + " " + graph);
+  auto run = testing::RunPlanFile(plan, graph, 2);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   auto j = nlohmann::json::parse(run.out);
   EXPECT_EQ(j["groups"], nlohmann::json::parse(R"([["%0","%1","%2","%3","%4"]])"));

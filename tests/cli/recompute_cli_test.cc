@@ -15,6 +15,7 @@ namespace {
 
 using testing::kFast;
 using testing::RunFusetune;
+using testing::RunPlanFile;
 using testing::TempDb;
 using testing::WriteTempFile;
 
@@ -38,9 +39,8 @@ TEST(RecomputeCli, APlanFileThatRecomputesRunsAndIsChecked) {
   const std::string plan =
       WriteTempFile("ln_recompute.json",
                     R"({"groups":[["%0"],["%1","%2","%3"],["%4","%5"],["%1","%6","%7","%8"]]})");
-  for (const char* threads : {"1", "2"}) {
-    auto run = RunFusetune(std::string("run --json --repeat 2 --threads ") + threads + " --plan " +
-                           plan + " " + graph);
+  for (int threads : {1, 2}) {
+    auto run = RunPlanFile(plan, graph, threads);
     ASSERT_EQ(run.exit_code, 0) << run.err;
     auto j = nlohmann::json::parse(run.out);
     EXPECT_EQ(j["kernels"].size(), 4u);

@@ -55,6 +55,13 @@ inline CommandResult RunFusetune(const std::string& args, const std::string& env
   return r;
 }
 
+// `run --json` of `graph` under the plan file `plan` at `threads` threads: every kernel compiled,
+// timed twice and checked against the reference interpreter.
+inline CommandResult RunPlanFile(const std::string& plan, const std::string& graph, int threads) {
+  return RunFusetune("run --json --repeat 2 --threads " + std::to_string(threads) + " --plan " +
+                     plan + " " + graph);
+}
+
 // A fresh path under the temp directory, removed (with its WAL files) when the object dies.
 class TempDb {
  public:

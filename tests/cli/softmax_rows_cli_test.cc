@@ -12,6 +12,7 @@ namespace {
 
 using testing::kFast;
 using testing::RunFusetune;
+using testing::RunPlanFile;
 using testing::TempDb;
 using testing::WriteTempFile;
 
@@ -30,9 +31,8 @@ TEST(SoftmaxRowsCli, APlanWithTheFiveOpsInOneKernelRunsAndIsChecked) {
   const std::string graph = WriteTempFile("softmax_rows.relay", kSoftmax);
   const std::string plan = WriteTempFile(
       "softmax_rows_plan.json", R"({"groups":[{"nodes":["%0","%1","%2","%3","%4","%5"]}]})");
-  for (const char* threads : {"1", "2"}) {
-    auto run = RunFusetune(std::string("run --json --repeat 2 --threads ") + threads + " --plan " +
-                           plan + " " + graph);
+  for (int threads : {1, 2}) {
+    auto run = RunPlanFile(plan, graph, threads);
     ASSERT_EQ(run.exit_code, 0) << run.err;
     auto j = nlohmann::json::parse(run.out);
     ASSERT_EQ(j["kernels"].size(), 1u);
