@@ -8,11 +8,6 @@
 namespace fusetune {
 namespace {
 
-bool IsOp(const Graph& g, ValueId v, std::string_view name) {
-  return v >= 0 && v < static_cast<ValueId>(g.values().size()) &&
-         g.value(v).kind == ValueKind::kNode && g.value(v).op->name == name;
-}
-
 bool IsInlinable(const Graph& g, ValueId v) {
   if (g.value(v).kind != ValueKind::kNode) return false;
   const OpDef& op = *g.value(v).op;
@@ -80,7 +75,7 @@ std::vector<std::vector<ValueId>> Users(const Graph& g) {
 
 bool IsAttentionCandidate(const Graph& g, std::span<const ValueId> nodes) {
   for (ValueId v : nodes)
-    if (IsOp(g, v, "nn.softmax")) return true;
+    if (g.IsOp(v, "nn.softmax")) return true;
   return false;
 }
 
@@ -93,7 +88,7 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
 
   AttentionNodes a;
   a.output = group.sink;
-  if (!IsOp(g, a.output, "nn.batch_matmul"))
+  if (!g.IsOp(a.output, "nn.batch_matmul"))
     return Reject(why_not, fmt::format("group has several anchors and its sink {} is not a "
                                        "batch_matmul; several anchors fit one kernel only as {}",
                                        g.RefName(a.output), kWhat));
@@ -111,7 +106,7 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
     p_reshapes.insert(p_reshapes.begin(), a.softmax);
     a.softmax = g.value(a.softmax).inputs[0];
   }
-  if (!inside(a.softmax) || !IsOp(g, a.softmax, "nn.softmax") || out.attrs.GetBool("transpose_a"))
+  if (!inside(a.softmax) || !g.IsOp(a.softmax, "nn.softmax") || out.attrs.GetBool("transpose_a"))
     return Reject(why_not, fmt::format("{} does not multiply a softmax (not transposed) by V, "
                                        "as {} does",
                                        g.RefName(a.output), kWhat));
@@ -125,7 +120,7 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
 
   // Back from the softmax through the element-wise steps to the scores.
   ValueId v = g.value(a.softmax).inputs[0];
-  while (inside(v) && !IsOp(g, v, "nn.batch_matmul")) {
+  while (inside(v) && !g.IsOp(v, "nn.batch_matmul")) {
     if (!IsScoreStep(g, v, scores_shape))
       return Reject(why_not, fmt::format("{} ({}) between the scores and the softmax is not an "
                                          "element-wise step of the scores' shape",
@@ -206,7 +201,7 @@ std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
   };
   std::vector<AttentionChain> chains;
   for (ValueId sm = 0; sm < static_cast<ValueId>(g.values().size()); ++sm) {
-    if (!IsOp(g, sm, "nn.softmax") || !SoftmaxOverLastAxis(g, sm)) continue;
+    if (!g.IsOp(sm, "nn.softmax") || !SoftmaxOverLastAxis(g, sm)) continue;
     const Shape shape = Rank3(g.value(sm).type.shape);
     std::vector<ValueId> core{sm};
     // P reaches the output directly or through reshapes of its leading 1s.
@@ -217,19 +212,19 @@ std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
     }
     if (users[p].size() != 1 || outputs.count(p)) continue;
     const ValueId out = users[p][0];
-    if (!IsOp(g, out, "nn.batch_matmul") || g.value(out).inputs[0] != p ||
+    if (!g.IsOp(out, "nn.batch_matmul") || g.value(out).inputs[0] != p ||
         g.value(out).inputs[1] == p || g.value(out).attrs.GetBool("transpose_a"))
       continue;
     core.push_back(out);
     ValueId v = g.value(sm).inputs[0], next = sm;
     bool ok = true;
-    while (ok && !IsOp(g, v, "nn.batch_matmul")) {
+    while (ok && !g.IsOp(v, "nn.batch_matmul")) {
       ok = IsScoreStep(g, v, shape) && only_user(v, next);
       if (!ok) break;
       ValueId previous = -1;
       for (ValueId in : g.value(v).inputs)
         if (g.value(in).kind == ValueKind::kNode && ScoresShaped(g, in, shape) &&
-            (IsOp(g, in, "nn.batch_matmul") || IsScoreStep(g, in, shape)))
+            (g.IsOp(in, "nn.batch_matmul") || IsScoreStep(g, in, shape)))
           previous = previous < 0 ? in : -2;
       ok = previous >= 0;
       core.push_back(v);

@@ -54,6 +54,11 @@ int64_t Graph::num_nodes() const {
                        [](const Value& v) { return v.kind == ValueKind::kNode; });
 }
 
+bool Graph::IsOp(ValueId id, std::string_view op_name) const {
+  return id >= 0 && id < static_cast<ValueId>(values_.size()) &&
+         values_[id].kind == ValueKind::kNode && values_[id].op->name == op_name;
+}
+
 std::string Graph::RefName(ValueId id) const {
   const Value& v = values_.at(id);
   if (v.kind != ValueKind::kConst || !v.name.empty()) return "%" + v.name;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -50,6 +51,9 @@ class Graph {
   int64_t num_nodes() const;
   // Node ids that read `id`, in order (each once).
   const std::vector<ValueId>& Users(ValueId id) const { return users_.at(id); }
+  // Whether `id` is a node of the op `op_name` (false for parameters, constants and ids out of
+  // range): what the pattern matchers (attention, softmax, layer norm written op by op) test.
+  bool IsOp(ValueId id, std::string_view op_name) const;
   // "%x", "%0", or a literal for a scalar constant.
   std::string RefName(ValueId id) const;
   std::optional<ValueId> FindByName(const std::string& name) const;  // without '%'

@@ -22,14 +22,14 @@ class Matcher {
   std::optional<Chain> Match(ValueId out) const {
     Chain c;
     ValueId scaled;
-    if (!Op(out, "add") || !Split(out, "multiply", &scaled, &c.beta) || !Weight(c.beta, out))
+    if (!g_.IsOp(out, "add") || !Split(out, "multiply", &scaled, &c.beta) || !Weight(c.beta, out))
       return std::nullopt;
     ValueId y;
     if (!Split(scaled, "divide", &y, &c.gamma) || !Weight(c.gamma, out)) return std::nullopt;
     // y = d / sqrt(v + eps)
     const Value& div = g_.value(y);
     const ValueId d = div.inputs[0], sd = div.inputs[1];
-    if (!Op(sd, "sqrt")) return std::nullopt;
+    if (!g_.IsOp(sd, "sqrt")) return std::nullopt;
     ValueId var, eps;
     if (!Split(g_.value(sd).inputs[0], "mean", &var, &eps, "add")) return std::nullopt;
     const ValueId shifted = g_.value(sd).inputs[0];
@@ -39,8 +39,8 @@ class Matcher {
     c.epsilon = eps_value.data->Get(0);
     // v = mean(d * d), d = x - mean(x)
     const ValueId sq = g_.value(var).inputs[0];
-    if (!LastAxisMean(var) || !Op(sq, "multiply") || g_.value(sq).inputs[0] != d ||
-        g_.value(sq).inputs[1] != d || !Op(d, "subtract"))
+    if (!LastAxisMean(var) || !g_.IsOp(sq, "multiply") || g_.value(sq).inputs[0] != d ||
+        g_.value(sq).inputs[1] != d || !g_.IsOp(d, "subtract"))
       return std::nullopt;
     c.x = g_.value(d).inputs[0];
     const ValueId mean = g_.value(d).inputs[1];
@@ -60,18 +60,13 @@ class Matcher {
   }
 
  private:
-  bool Op(ValueId v, const char* name) const {
-    const Value& value = g_.value(v);
-    return value.kind == ValueKind::kNode && value.op->name == name;
-  }
-
   // `v` is a binary op (`op`, when given) of a `want` node `a` and some `b`, in either order.
   bool Split(ValueId v, const char* want, ValueId* a, ValueId* b, const char* op = nullptr) const {
-    if (op && !Op(v, op)) return false;
+    if (op && !g_.IsOp(v, op)) return false;
     const Value& value = g_.value(v);
     if (value.kind != ValueKind::kNode || value.inputs.size() != 2) return false;
     for (int i = 0; i < 2; ++i) {
-      if (Op(value.inputs[i], want)) {
+      if (g_.IsOp(value.inputs[i], want)) {
         *a = value.inputs[i];
         *b = value.inputs[1 - i];
         return true;
@@ -89,7 +84,7 @@ class Matcher {
 
   // mean over the last axis only, dims kept.
   bool LastAxisMean(ValueId v) const {
-    if (!Op(v, "mean")) return false;
+    if (!g_.IsOp(v, "mean")) return false;
     const Value& m = g_.value(v);
     const int rank = g_.value(m.inputs[0]).type.rank();
     if (m.attrs.IsNone("axis") || !m.attrs.GetBool("keepdims") || m.attrs.GetBool("exclude"))

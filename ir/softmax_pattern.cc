@@ -7,11 +7,6 @@
 namespace fusetune {
 namespace {
 
-bool IsOp(const Graph& g, ValueId v, std::string_view name) {
-  return v >= 0 && v < static_cast<ValueId>(g.values().size()) &&
-         g.value(v).kind == ValueKind::kNode && g.value(v).op->name == name;
-}
-
 // The one axis `reduction` reduces of its input, keeping it as a 1; nullopt otherwise.
 std::optional<int> KeptSingleAxis(const Graph& g, ValueId reduction) {
   const Value& r = g.value(reduction);
@@ -30,18 +25,18 @@ std::vector<ValueId> SoftmaxOpByOp::Core() const {
 }
 
 std::optional<SoftmaxOpByOp> MatchSoftmaxOpByOp(const Graph& g, ValueId division) {
-  if (!IsOp(g, division, "divide")) return std::nullopt;
+  if (!g.IsOp(division, "divide")) return std::nullopt;
   SoftmaxOpByOp s;
   s.output = division;
   s.exp = g.value(division).inputs[0];
   s.sum = g.value(division).inputs[1];
-  if (!IsOp(g, s.exp, "exp") || !IsOp(g, s.sum, "sum") || g.value(s.sum).inputs[0] != s.exp)
+  if (!g.IsOp(s.exp, "exp") || !g.IsOp(s.sum, "sum") || g.value(s.sum).inputs[0] != s.exp)
     return std::nullopt;
   s.shifted = g.value(s.exp).inputs[0];
-  if (!IsOp(g, s.shifted, "subtract")) return std::nullopt;
+  if (!g.IsOp(s.shifted, "subtract")) return std::nullopt;
   s.input = g.value(s.shifted).inputs[0];
   s.max = g.value(s.shifted).inputs[1];
-  if (!IsOp(g, s.max, "max") || g.value(s.max).inputs[0] != s.input) return std::nullopt;
+  if (!g.IsOp(s.max, "max") || g.value(s.max).inputs[0] != s.input) return std::nullopt;
   const TensorType& x = g.value(s.input).type;
   if (x.dtype != DType::kFloat32 || x.rank() == 0) return std::nullopt;
   const std::optional<int> max_axis = KeptSingleAxis(g, s.max);
