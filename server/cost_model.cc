@@ -90,32 +90,29 @@ double MatmulEstimate(const MatmulLayout& layout, const Schedule& schedule, cons
   return std::max({compute_us, memory_us, cache_us}) + (threads > 1 ? kHandOffUs : 0);
 }
 
+// A shape's rows along `axis` (its last when out of range): their length and how many there are.
+std::pair<double, double> RowsAlong(const Shape& s, int64_t axis) {
+  double all = 1;
+  for (int64_t d : s) all *= static_cast<double>(d);
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) axis = static_cast<int64_t>(s.size()) - 1;
+  const double len = s.empty() ? 1 : static_cast<double>(s[axis]);
+  return {len, all / std::max(1.0, len)};
+}
+
 // The row a generic kernel vectorizes along, and how many rows there are.
 std::pair<double, double> RowsOf(const Graph& graph, const FusedGroup& group) {
-  if (group.templ == GroupTemplate::kElementwise) {
-    const Shape& s = graph.value(group.sink).type.shape;
-    double len = s.empty() ? 1 : static_cast<double>(s.back()), all = 1;
-    for (int64_t d : s) all *= static_cast<double>(d);
-    return {len, all / std::max(1.0, len)};
-  }
-  if (group.SoftmaxWrittenOpByOp()) {  // its anchor is the division: the row is the softmax's
-    const Shape& x = graph.value(group.softmax.input).type.shape;
-    double all = 1;
-    for (int64_t d : x) all *= static_cast<double>(d);
-    const double len = static_cast<double>(x.at(group.softmax.axis));
-    return {len, all / std::max(1.0, len)};
-  }
+  if (group.templ == GroupTemplate::kElementwise)
+    return RowsAlong(graph.value(group.sink).type.shape, -1);
+  if (group.SoftmaxWrittenOpByOp())  // its anchor is the division: the row is the softmax's
+    return RowsAlong(graph.value(group.softmax.input).type.shape, group.softmax.axis);
   const Value& anchor = graph.value(group.anchor);
   const Shape& in = graph.value(anchor.inputs.at(0)).type.shape;
-  double all = 1;
-  for (int64_t d : in) all *= static_cast<double>(d);
-  double len = in.empty() ? 1 : static_cast<double>(in.back());
+  int64_t axis = -1;
   if (group.templ == GroupTemplate::kComposite && anchor.attrs.Has("axis")) {
-    int64_t axis = anchor.attrs.GetInt("axis");
+    axis = anchor.attrs.GetInt("axis");
     if (axis < 0) axis += static_cast<int64_t>(in.size());
-    if (axis >= 0 && axis < static_cast<int64_t>(in.size())) len = static_cast<double>(in[axis]);
   }
-  return {len, all / std::max(1.0, len)};
+  return RowsAlong(in, axis);
 }
 
 bool HasTranspose(const Graph& graph, const FusedGroup& group) {
