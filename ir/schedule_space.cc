@@ -73,6 +73,25 @@ bool MatmulSwapOffered(const Graph& graph, const FusedGroup& group) {
          ViewedGroupInput(graph, group, anchor.inputs.at(1)) >= 0;
 }
 
+namespace {
+
+// A row kernel's statistics in one pass (online=1, worker/codegen/templates/composite.cc): a
+// layer norm's always (one read of the row and one accumulator chain fewer: 0.67x of two passes
+// at 256 x 768); a softmax's only where its row is past the row cache: one pass costs a second
+// exp per element, 1.3-1.6x slower than two passes up to 50,257-wide rows, 0.95x at 300,000.
+bool OnlineRowsOffered(const Graph& graph, const FusedGroup& group) {
+  if (group.templ != GroupTemplate::kComposite) return false;
+  const Value& anchor = graph.value(group.anchor);
+  if (!group.SoftmaxWrittenOpByOp() && anchor.op->name != "nn.softmax") return true;
+  const ValueId input = group.SoftmaxWrittenOpByOp() ? group.softmax.input : anchor.inputs.at(0);
+  const Shape& shape = graph.value(input).type.shape;
+  int64_t axis = group.SoftmaxWrittenOpByOp() ? group.softmax.axis : anchor.attrs.GetInt("axis");
+  if (axis < 0) axis += static_cast<int64_t>(shape.size());
+  return shape.at(axis) > kRowCacheFloats;
+}
+
+}  // namespace
+
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads) {
   if (group.templ == GroupTemplate::kMatmul) {
     auto space =
@@ -86,12 +105,14 @@ std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group,
   // Generic templates: the default (the target's widest vectors, parallel); half- and
   // quarter-width vectors (fewer masked lanes on short rows); double width (two registers per
   // step: more accumulator chains for reductions, an unroll for element-wise); plain row order
-  // for element-wise kernels that transpose (the default tiles them); and at several threads the
+  // for element-wise kernels that transpose (the default tiles them); a row kernel's statistics
+  // in one pass (composite.cc); and at several threads the
   // serial variants (small kernels can lose more to the pool's hand-off than they gain).
   std::vector<Schedule> space = {Schedule{}, Knobs({{"vector", 8}}), Knobs({{"vector", 32}}),
                                  Knobs({{"vector", 4}})};
   if (group.templ == GroupTemplate::kElementwise && HasOp(graph, group, "transpose"))
     space.push_back(Knobs({{"tile", 0}}));
+  if (OnlineRowsOffered(graph, group)) space.push_back(Knobs({{"online", 1}}));
   if (threads > 1) {
     space.push_back(Knobs({{"parallel", 0}}));
     space.push_back(Knobs({{"parallel", 0}, {"vector", 8}}));

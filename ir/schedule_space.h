@@ -29,6 +29,10 @@ ValueId ViewedGroupInput(const Graph& graph, const FusedGroup& group, ValueId v)
 // the weights read in place where A has 16 rows or more (ir/matmul_schedule.h).
 bool MatmulSwapOffered(const Graph& graph, const FusedGroup& group);
 
+// The longest row (in floats) the softmax and layer-norm row kernel keeps in a per-thread cache
+// between its passes (1 MiB); a longer row is read again by every pass.
+inline constexpr int64_t kRowCacheFloats = int64_t{1} << 18;
+
 // The schedules worth measuring for `group` at `threads` threads; the first is the template's
 // default. Never empty.
 std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group, int threads);

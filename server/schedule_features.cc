@@ -67,6 +67,8 @@ std::vector<float> ScheduleFeatures(const Graph& graph, const FusedGroup& group,
   f[kFeatureVector] = static_cast<float>(schedule.Get("vector", 16));
   f[kFeatureParallel] = static_cast<float>(schedule.Get("parallel", 1));
   f[kFeatureTile] = static_cast<float>(schedule.Get("tile", 1));
+  if (group.templ == GroupTemplate::kComposite)
+    f[kFeatureSoftmaxForm] = static_cast<float>(schedule.Get("online", 0));
   // A horizontal group has no one sink (each part has its own): its first output stands in.
   const Shape& out = graph.value(group.sink >= 0 ? group.sink : group.outputs.front()).type.shape;
   f[kFeatureLogRow] = Log2(out.empty() ? 1 : out.back());

@@ -53,7 +53,7 @@ enum ScheduleFeature : int {
   kFeatureLogQRows,
   kFeatureKBlock,
   kFeatureRows,
-  kFeatureSoftmaxForm,  // attention: 0 two-pass, 1 online, 2 two-pass blocked
+  kFeatureSoftmaxForm,  // attention: 0 two-pass, 1 online, 2 two-pass blocked; row kernels: online
   kFeatureLogEstimate,
   kFeatureLogEstimateVsDefault,
   kScheduleFeatureCount

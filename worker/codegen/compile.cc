@@ -40,11 +40,11 @@ Kernel BuildGroupKernel(const Graph& graph, const FusedGroup& group, const Sched
   CheckDTypes(graph, group);
   switch (group.templ) {
     case GroupTemplate::kElementwise:
-      return BuildElementwiseKernel(graph, group, ReadKnobs(schedule, target), name);
+      return BuildElementwiseKernel(graph, group, ReadKnobs(schedule, group.templ, target), name);
     case GroupTemplate::kReduce:
-      return BuildReduceKernel(graph, group, ReadKnobs(schedule, target), name);
+      return BuildReduceKernel(graph, group, ReadKnobs(schedule, group.templ, target), name);
     case GroupTemplate::kComposite:
-      return BuildCompositeKernel(graph, group, ReadKnobs(schedule, target), name);
+      return BuildCompositeKernel(graph, group, ReadKnobs(schedule, group.templ, target), name);
     case GroupTemplate::kMatmul:
       throw UserError("a matmul group has no kernel IR: its template emits LLVM IR directly");
     case GroupTemplate::kAttention:

@@ -5,6 +5,14 @@
 //               out = epilogue((row - mean) * inv * gamma + beta)
 // Each pass is vectorized along the row with a vector accumulator (acc[l % W]) and a horizontal
 // combine. Rows along an inner axis (axis not last) are read with a stride (gathers).
+// online=1 gathers a row's statistics in one pass instead of two, then writes the outputs:
+//   softmax:    per lane a running max m and a sum s rescaled when m grows (one exp per element:
+//               exp(-|x - m|) serves either case); S = sum of s * exp(m - M) over the lanes;
+//               out = epilogue(exp(row - M) / S), exp computed again instead of cached
+//   layer_norm: sums of d = row - row[0] and of d^2 (shifted by the row's first element, so the
+//               difference of squares does not cancel when the mean is large against the spread)
+// It reads the row twice instead of three times and computes exp twice: rows past the caches are
+// where it can pay, so the search measures it and keeps it only where it is faster.
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -14,13 +22,12 @@
 
 #include "ir/error.h"
 #include "ir/group_expr.h"
+#include "ir/schedule_space.h"
 #include "worker/codegen/templates/group_kernel.h"
 #include "worker/codegen/templates/templates.h"
 
 namespace fusetune::codegen {
 namespace {
-
-constexpr int64_t kMaxCachedRow = 1 << 18;  // floats (1 MiB of stack per thread at most)
 
 ScalarExpr F(int i) { return sx::Arg(i, DType::kFloat32); }
 ScalarExpr Bin(ScalarOp op, ScalarExpr a, ScalarExpr b) {
@@ -28,6 +35,15 @@ ScalarExpr Bin(ScalarOp op, ScalarExpr a, ScalarExpr b) {
 }
 ScalarExpr MaxCombine() { return sx::Select(Bin(ScalarOp::kGt, F(1), F(0)), F(1), F(0)); }
 ScalarExpr SumCombine() { return Bin(ScalarOp::kAdd, F(0), F(1)); }
+// The online softmax's step (sum, max, x) -> the new sum: exp(min - max) is exp(x - m) when x is
+// not above the running max m, else the factor that rescales the sum to the new max x.
+ScalarExpr OnlineSumStep() {
+  ScalarExpr e = sx::Unary(ScalarOp::kExp, Bin(ScalarOp::kSub, Bin(ScalarOp::kMin, F(1), F(2)),
+                                               Bin(ScalarOp::kMax, F(1), F(2))));
+  return sx::Select(Bin(ScalarOp::kGt, F(2), F(1)),
+                    Bin(ScalarOp::kAdd, Bin(ScalarOp::kMul, F(0), e), sx::Const(1.0)),
+                    Bin(ScalarOp::kAdd, F(0), e));
+}
 
 }  // namespace
 
@@ -79,7 +95,7 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
   for (ValueId out : group.outputs)
     epilogues.push_back(InlineValue(graph, group, out, IdentityCoords(rank)));
 
-  const bool cached = len <= kMaxCachedRow;
+  const bool cached = len <= kRowCacheFloats;  // 1 MiB of stack per thread at most
   // A prologue that is one contiguous load of the input is re-read from L1 by the later passes
   // rather than copied into the row cache: the copy was a memcpy call per row (with the exp
   // constants spilled around it), 10-20% of softmax at S = 256. Softmax still caches exp().
@@ -90,6 +106,10 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
   const int row = gk.Local("row", DType::kFloat32, cached ? len : 1);
   const int acc = gk.Local("acc", DType::kFloat32, w);
   const int s1 = gk.Local("s1", DType::kFloat32, 1), s2 = gk.Local("s2", DType::kFloat32, 1);
+  // online=1 only: a second vector accumulator, a copy of the lanes, the layer norm's shift.
+  const int sums = knobs.online ? gk.Local("sums", DType::kFloat32, w) : -1;
+  const int lanes = knobs.online ? gk.Local("lanes", DType::kFloat32, w) : -1;
+  const int shift = knobs.online && !softmax ? gk.Local("shift", DType::kFloat32, 1) : -1;
   auto x = [&](KExpr l) { return gk.Lower(prologue, coords(l), extents); };
   auto row_value = [&](KExpr l) { return fill_row ? kir::Load(row, l) : x(l); };
   auto scalar = [](int buffer) { return kir::Load(buffer, kir::Int(0)); };
@@ -125,7 +145,49 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
     stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(stores)), w));
   };
 
-  if (softmax) {
+  if (softmax && knobs.online) {
+    // Pass 1: per lane the running max (acc) and the sum rescaled to it (sums). The lowest
+    // finite float starts the max, so a row's -inf entries add exp(-inf) = 0 to the sum.
+    const double lowest = std::numeric_limits<float>::lowest();
+    const int l0 = gk.Var("l");
+    stmts.push_back(kir::For(l0, w, vec,
+                             kir::Block({kir::Store(acc, kir::Var(l0), fconst(lowest)),
+                                         kir::Store(sums, kir::Var(l0), fconst(0.0))}),
+                             w));
+    const int l = gk.Var("l");
+    KExpr slot = kir::Mod(kir::Var(l), kir::Int(w));
+    std::vector<KStmt> body;
+    if (fill_row) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
+    KExpr v = row_value(kir::Var(l));
+    body.push_back(kir::Store(
+        sums, slot, kir::Eval(OnlineSumStep(), {kir::Load(sums, slot), kir::Load(acc, slot), v})));
+    body.push_back(kir::Store(
+        acc, slot, kir::Eval(Bin(ScalarOp::kMax, F(0), F(1)), {kir::Load(acc, slot), v})));
+    stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
+    // M = the lanes' max (combined in a copy: the lanes' own maxima rescale their sums), then
+    // S = sum over the lanes of s * exp(m - M).
+    const int c = gk.Var("l");
+    stmts.push_back(
+        kir::For(c, w, vec, kir::Store(lanes, kir::Var(c), kir::Load(acc, kir::Var(c))), w));
+    stmts.push_back(gk.CombineLanes(lanes, w, MaxCombine(), fconst(lowest), s1));
+    const int r = gk.Var("l");
+    ScalarExpr rescale =
+        Bin(ScalarOp::kMul, F(0), sx::Unary(ScalarOp::kExp, Bin(ScalarOp::kSub, F(1), F(2))));
+    stmts.push_back(
+        kir::For(r, w, vec,
+                 kir::Store(sums, kir::Var(r),
+                            kir::Eval(rescale, {kir::Load(sums, kir::Var(r)),
+                                                kir::Load(acc, kir::Var(r)), scalar(s1)})),
+                 w));
+    stmts.push_back(gk.CombineLanes(sums, w, SumCombine(), fconst(0.0), s2));
+    stmts.push_back(kir::Store(s2, kir::Int(0),
+                               kir::Eval(Bin(ScalarOp::kDiv, sx::Const(1.0), F(0)), {scalar(s2)})));
+    ScalarExpr normalised =
+        Bin(ScalarOp::kMul, sx::Unary(ScalarOp::kExp, Bin(ScalarOp::kSub, F(0), F(1))), F(2));
+    store_outputs([&](KExpr l) {
+      return kir::Eval(normalised, {row_value(l), scalar(s1), scalar(s2)});
+    });
+  } else if (softmax) {
     reduce_pass(-std::numeric_limits<double>::infinity(), MaxCombine(), true, row_value, s1);
     // exp(x - max) is kept in the row cache for the normalising pass.
     ScalarExpr shifted_exp = sx::Unary(ScalarOp::kExp, Bin(ScalarOp::kSub, F(0), F(1)));
@@ -155,23 +217,70 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
   } else {
     const double eps = anchor.attrs.GetFloat("epsilon");
     const bool center = anchor.attrs.GetBool("center"), scale = anchor.attrs.GetBool("scale");
-    reduce_pass(0.0, SumCombine(), true, row_value, s1);
-    stmts.push_back(kir::Store(
-        s1, kir::Int(0),
-        kir::Eval(Bin(ScalarOp::kDiv, F(0), sx::Const(static_cast<double>(len))), {scalar(s1)})));
+    const ScalarExpr n = sx::Const(static_cast<double>(len));
     ScalarExpr square_dev =
         Bin(ScalarOp::kMul, Bin(ScalarOp::kSub, F(0), F(1)), Bin(ScalarOp::kSub, F(0), F(1)));
-    reduce_pass(
-        0.0, SumCombine(), false,
-        [&](KExpr l) {
-          return kir::Eval(square_dev, {row_value(l), scalar(s1)});
-        },
-        s2);
-    ScalarExpr inv = sx::Unary(
-        ScalarOp::kRsqrt,
-        Bin(ScalarOp::kAdd, Bin(ScalarOp::kDiv, F(0), sx::Const(static_cast<double>(len))),
-            sx::Const(eps)));
-    stmts.push_back(kir::Store(s2, kir::Int(0), kir::Eval(inv, {scalar(s2)})));
+    if (knobs.online) {
+      // One pass: sums of d = x - shift (acc) and of d^2 (sums); mean = shift + sum(d)/n,
+      // variance = sum(d^2)/n - (sum(d)/n)^2, clamped at 0 against rounding. The shift is the
+      // mean of the row's first vector: the difference cancels by (mean - shift)^2 / variance,
+      // which a shift by x[0] alone made large when x[0] is an outlier (an outlier channel of a
+      // transformer's residual stream: 60 against a spread of 1 lost 3 digits).
+      const int64_t head = std::min<int64_t>(w, len);
+      const int h = gk.Var("l");
+      stmts.push_back(kir::For(h, head, vec, kir::Store(lanes, kir::Var(h), x(kir::Var(h))), w));
+      stmts.push_back(
+          gk.CombineLanes(lanes, static_cast<int>(head), SumCombine(), fconst(0.0), shift));
+      stmts.push_back(
+          kir::Store(shift, kir::Int(0),
+                     kir::Eval(Bin(ScalarOp::kDiv, F(0), sx::Const(static_cast<double>(head))),
+                               {scalar(shift)})));
+      const int l0 = gk.Var("l");
+      stmts.push_back(kir::For(l0, w, vec,
+                               kir::Block({kir::Store(acc, kir::Var(l0), fconst(0.0)),
+                                           kir::Store(sums, kir::Var(l0), fconst(0.0))}),
+                               w));
+      const int l = gk.Var("l");
+      KExpr slot = kir::Mod(kir::Var(l), kir::Int(w));
+      std::vector<KStmt> body;
+      if (fill_row) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
+      KExpr v = row_value(kir::Var(l));
+      ScalarExpr d = Bin(ScalarOp::kSub, F(1), F(2));
+      body.push_back(kir::Store(
+          acc, slot,
+          kir::Eval(Bin(ScalarOp::kAdd, F(0), d), {kir::Load(acc, slot), v, scalar(shift)})));
+      body.push_back(kir::Store(sums, slot,
+                                kir::Eval(Bin(ScalarOp::kAdd, F(0), Bin(ScalarOp::kMul, d, d)),
+                                          {kir::Load(sums, slot), v, scalar(shift)})));
+      stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
+      combine_lanes(0.0, SumCombine(), s1);
+      stmts.push_back(gk.CombineLanes(sums, w, SumCombine(), fconst(0.0), s2));
+      // s2 = sum(d^2)/n - (sum(d)/n)^2 from the sums; then s1 = the mean.
+      ScalarExpr mean_d = Bin(ScalarOp::kDiv, F(0), n);
+      ScalarExpr var = Bin(
+          ScalarOp::kMax, sx::Const(0.0),
+          Bin(ScalarOp::kSub, Bin(ScalarOp::kDiv, F(1), n), Bin(ScalarOp::kMul, mean_d, mean_d)));
+      stmts.push_back(kir::Store(
+          s2, kir::Int(0),
+          kir::Eval(sx::Unary(ScalarOp::kRsqrt, Bin(ScalarOp::kAdd, var, sx::Const(eps))),
+                    {scalar(s1), scalar(s2)})));
+      stmts.push_back(
+          kir::Store(s1, kir::Int(0),
+                     kir::Eval(Bin(ScalarOp::kAdd, F(1), mean_d), {scalar(s1), scalar(shift)})));
+    } else {
+      reduce_pass(0.0, SumCombine(), true, row_value, s1);
+      stmts.push_back(
+          kir::Store(s1, kir::Int(0), kir::Eval(Bin(ScalarOp::kDiv, F(0), n), {scalar(s1)})));
+      reduce_pass(
+          0.0, SumCombine(), false,
+          [&](KExpr l) {
+            return kir::Eval(square_dev, {row_value(l), scalar(s1)});
+          },
+          s2);
+      ScalarExpr inv = sx::Unary(ScalarOp::kRsqrt,
+                                 Bin(ScalarOp::kAdd, Bin(ScalarOp::kDiv, F(0), n), sx::Const(eps)));
+      stmts.push_back(kir::Store(s2, kir::Int(0), kir::Eval(inv, {scalar(s2)})));
+    }
     InlinedExpr gamma =
         InlineValue(graph, group, anchor.inputs.at(1), std::vector<IndexExpr>{ix::Var(axis)});
     InlinedExpr beta =
@@ -188,6 +297,8 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
   }
   KStmt body = kir::Block(std::move(stmts));
   body = kir::Alloc(row, kir::Alloc(acc, kir::Alloc(s1, kir::Alloc(s2, body))));
+  if (shift >= 0) body = kir::Alloc(shift, body);
+  if (knobs.online) body = kir::Alloc(sums, kir::Alloc(lanes, body));
   k.body =
       kir::For(p, outer * inner, knobs.parallel ? LoopKind::kParallel : LoopKind::kSerial, body);
   return std::move(k);

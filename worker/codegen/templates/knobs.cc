@@ -6,7 +6,8 @@
 
 namespace fusetune::codegen {
 
-TemplateKnobs ReadKnobs(const Schedule& schedule, const TargetInfo& target) {
+TemplateKnobs ReadKnobs(const Schedule& schedule, GroupTemplate templ, const TargetInfo& target) {
+  const bool composite = templ == GroupTemplate::kComposite;
   TemplateKnobs knobs;
   knobs.vector = target.vector_floats();
   for (const auto& [key, value] : schedule.knobs) {
@@ -22,9 +23,15 @@ TemplateKnobs ReadKnobs(const Schedule& schedule, const TargetInfo& target) {
       if (value != 0 && value != 1)
         throw UserError(fmt::format("schedule knob tile={} must be 0 or 1", value));
       knobs.tile = value == 1;
+    } else if (key == "online" && composite) {
+      if (value != 0 && value != 1)
+        throw UserError(fmt::format("schedule knob online={} must be 0 or 1", value));
+      knobs.online = value == 1;
     } else {
-      throw UserError(fmt::format(
-          "unknown schedule knob '{}' (this template has: vector, parallel, tile)", key));
+      throw UserError(
+          fmt::format("unknown schedule knob '{}' (the {} template has: vector, "
+                      "parallel, tile{})",
+                      key, TemplateName(templ), composite ? ", online" : ""));
     }
   }
   return knobs;

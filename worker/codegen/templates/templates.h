@@ -31,11 +31,12 @@ namespace fusetune::codegen {
 struct TemplateKnobs {
   int vector = 16;
   bool parallel = true;
-  bool tile = true;  // element-wise: tile outer x inner when the inner loop gathers (transposes)
+  bool tile = true;     // element-wise: tile outer x inner when the inner loop gathers (transposes)
+  bool online = false;  // composite: a row's statistics in one pass (composite.cc)
 };
 
-// Reads the knobs a template understands; throws UserError on an unknown key or a bad value.
-TemplateKnobs ReadKnobs(const Schedule& schedule, const TargetInfo& target);
+// Reads the knobs `templ` understands; throws UserError on an unknown key or a bad value.
+TemplateKnobs ReadKnobs(const Schedule& schedule, GroupTemplate templ, const TargetInfo& target);
 
 Kernel BuildElementwiseKernel(const Graph& graph, const FusedGroup& group,
                               const TemplateKnobs& knobs, const std::string& name);
