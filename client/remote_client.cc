@@ -116,6 +116,7 @@ v1::TuneOptions TuneOptionsToProto(const TuneOptions& o) {
   p.set_no_norm_fold(!s.norm_fold);
   p.set_no_recompute(!s.recompute);
   p.set_no_softmax_rows(!s.softmax_rows);
+  p.set_no_layer_norm_rows(!s.layer_norm_rows);
   p.set_schedule_budget(s.schedule_budget);
   p.set_warm_start(o.warm_start == WarmStart::kOnly  ? v1::WARM_START_ONLY
                    : o.warm_start == WarmStart::kOff ? v1::WARM_START_COLD

@@ -69,6 +69,9 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
   cmd->add_flag("--no-softmax-rows", f.no_softmax_rows,
                 "never compute a softmax written op by op (max, subtract, exp, sum, divide) as one "
                 "row kernel (the rules' kernels store its exponent)");
+  cmd->add_flag("--no-layer-norm-rows", f.no_layer_norm_rows,
+                "never compute a layer norm written op by op (mean, subtract, square, mean, add, "
+                "sqrt, divide) as one row kernel (the rules' kernels store x - mean)");
   cmd->add_flag("--no-horizontal", f.no_horizontal,
                 "never fuse sibling matmuls that read the same input (Q, K, V) into one kernel");
 }
@@ -84,6 +87,7 @@ SearchOptions ToSearchOptions(const SearchFlags& f, const Graph& graph) {
   o.norm_fold = !f.no_norm_fold;
   o.recompute = !f.no_recompute;
   o.softmax_rows = !f.no_softmax_rows;
+  o.layer_norm_rows = !f.no_layer_norm_rows;
   for (const auto& op : f.never_fuse_ops) {
     if (std::string problem = ControlOpProblem(op); !problem.empty())
       throw UserError("--never-fuse: " + problem);

@@ -28,6 +28,7 @@ struct SearchFlags {
   bool no_norm_fold = false;
   bool no_recompute = false;
   bool no_softmax_rows = false;
+  bool no_layer_norm_rows = false;
 };
 
 // Adds --db, --threads and, when `search` is set, the search-space controls.

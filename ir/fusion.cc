@@ -320,30 +320,31 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     return AnalyzeAttention(g, std::move(group), users, why_not);
   }
 
-  // A softmax written op by op: its two reductions are steps of one row kernel.
-  const std::optional<SoftmaxOpByOp> row_softmax =
-      anchors == 2 ? SoftmaxOpByOpIn(g, group.nodes) : std::nullopt;
+  // A softmax or layer norm written op by op: its two reductions are steps of one row kernel.
+  const std::optional<NormOpByOp> row_norm =
+      anchors == 2 ? NormOpByOpIn(g, group.nodes) : std::nullopt;
   std::unordered_set<ValueId> steps;
-  if (row_softmax) {
+  if (row_norm) {
     if (!recomputed.empty())
-      return Reject(why_not, "a softmax written op by op recomputes nothing");
-    for (ValueId v : row_softmax->Steps()) {
+      return Reject(why_not,
+                    fmt::format("a {} written op by op recomputes nothing", row_norm->Name()));
+    for (ValueId v : row_norm->steps) {
       if (std::binary_search(group.outputs.begin(), group.outputs.end(), v))
-        return Reject(why_not, fmt::format("{} is read outside the group: the steps of a softmax "
+        return Reject(why_not, fmt::format("{} is read outside the group: the steps of a {} "
                                            "written op by op stay inside its row kernel",
-                                           g.RefName(v)));
+                                           g.RefName(v), row_norm->Name()));
       steps.insert(v);
     }
-    group.softmax = *row_softmax;
-    group.anchor = row_softmax->output;
+    group.row_norm = *row_norm;
+    group.anchor = row_norm->output;
   }
 
   // Template: at most one anchor, or a matmul with the layer norm it folds.
   std::string fold_why;
-  if (anchors == 2 && !row_softmax) group.norm = FoldedNorm(g, users, group.nodes, &fold_why);
+  if (anchors == 2 && !row_norm) group.norm = FoldedNorm(g, users, group.nodes, &fold_why);
   for (ValueId v : group.nodes) {
     const OpDef& op = *g.value(v).op;
-    if (v == group.norm || steps.count(v) || (row_softmax && v == group.anchor)) continue;
+    if (v == group.norm || steps.count(v) || (row_norm && v == group.anchor)) continue;
     if (IsAnchorKind(op.kind)) {
       if (group.anchor >= 0 && !fold_why.empty()) return Reject(why_not, fold_why);
       if (group.anchor >= 0)
@@ -359,26 +360,26 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
   }
 
   std::unordered_set<ValueId> epilogue, prologue;
-  if (row_softmax) {
+  if (row_norm) {
     group.templ = GroupTemplate::kComposite;
     Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);
     // The prologue is what computes x; the steps between x and the division are the kernel's.
-    const ValueId x = row_softmax->input;
+    const ValueId x = row_norm->input;
     if (in_group.count(x)) {
       prologue.insert(x);
       Reach(g, users, x, in_group, /*downward=*/false, prologue);
     }
     for (ValueId v : group.nodes) {
       if (!steps.count(v) && v != group.anchor && !prologue.count(v) && !epilogue.count(v))
-        return Reject(why_not, fmt::format("{} is neither before the softmax's input nor after "
+        return Reject(why_not, fmt::format("{} is neither before the {}'s input nor after "
                                            "its division",
-                                           g.RefName(v)));
+                                           g.RefName(v), row_norm->Name()));
     }
     for (ValueId v : epilogue)
       for (ValueId in : g.value(v).inputs)
         if (steps.count(in))
-          return Reject(why_not, fmt::format("{} reads {}, a step inside the softmax", g.RefName(v),
-                                             g.RefName(in)));
+          return Reject(why_not, fmt::format("{} reads {}, a step inside the {}", g.RefName(v),
+                                             g.RefName(in), row_norm->Name()));
   } else if (group.anchor >= 0) {
     group.templ = TemplateFor(g.value(group.anchor).op->kind);
     Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);

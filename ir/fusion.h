@@ -38,11 +38,12 @@
 // A layer norm written op by op: its x - mean, read by both the variance and the division, is
 // computed in both kernels and never written. Formed only by the search.
 //
-// A softmax written op by op (kComposite with `softmax` set, ir/softmax_pattern.h): max, subtract,
-// exp, sum and divide over one axis, two reductions that share nn.softmax's row kernel; the
-// division is the anchor, element-wise producers of x its prologue, element-wise consumers of the
-// division its epilogue; the four steps before the division are never stored, and nothing outside
-// the kernel may read them. Formed only by the search.
+// A softmax or layer norm written op by op (kComposite with `row_norm` set, ir/norm_pattern.h):
+// two reductions over one axis and the steps around them, which share nn.softmax's or
+// nn.layer_norm's row kernel; the division is the anchor, element-wise producers of x its
+// prologue, element-wise consumers of the division (a layer norm's scale and shift) its epilogue;
+// the steps before the division are never stored, and nothing outside the kernel may read them.
+// Formed only by the search.
 //
 // Attention (kAttention, ir/attention_pattern.h): batch_matmul -> element-wise steps (scale,
 // mask) -> softmax over the last axis -> batch_matmul, with inlinable producers of Q, K and V,
@@ -54,7 +55,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ir/softmax_pattern.h"
+#include "ir/norm_pattern.h"
 
 namespace fusetune {
 
@@ -85,12 +86,12 @@ struct FusedGroup {
   ValueId norm = -1;
   // Members computed here but stored by no group (see above), ascending; never in `outputs`.
   std::vector<ValueId> recompute;
-  // kComposite groups of a softmax written op by op only (`anchor` is its division).
-  SoftmaxOpByOp softmax;
+  // kComposite groups of a softmax or layer norm written op by op only (`anchor` is its division).
+  NormOpByOp row_norm;
 
   bool Horizontal() const { return !parts.empty(); }
   bool Attention() const { return templ == GroupTemplate::kAttention; }
-  bool SoftmaxWrittenOpByOp() const { return softmax.output >= 0; }
+  bool NormWrittenOpByOp() const { return row_norm.output >= 0; }
 };
 
 // Parts of a horizontal group: 2 to 4 sibling products.

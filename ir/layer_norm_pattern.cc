@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/norm_pattern.h"
+
 namespace fusetune {
 namespace {
 
@@ -18,38 +20,24 @@ class Matcher {
  public:
   explicit Matcher(const Graph& g) : g_(g), outputs_(g.outputs().begin(), g.outputs().end()) {}
 
-  // The chain ending at `out`, if `out` is the final add of one.
+  // The chain ending at `out`, if `out` is the final add of one: out = y * gamma + beta, y a
+  // layer norm written op by op (ir/norm_pattern.h) over x's last axis.
   std::optional<Chain> Match(ValueId out) const {
     Chain c;
-    ValueId scaled;
-    if (!g_.IsOp(out, "add") || !Split(out, "multiply", &scaled, &c.beta) || !Weight(c.beta, out))
+    ValueId scaled, y;
+    if (!g_.IsOp(out, "add") || !Split(out, "multiply", &scaled, &c.beta) || !Weight(c.beta, out) ||
+        !Split(scaled, "divide", &y, &c.gamma) || !Weight(c.gamma, out))
       return std::nullopt;
-    ValueId y;
-    if (!Split(scaled, "divide", &y, &c.gamma) || !Weight(c.gamma, out)) return std::nullopt;
-    // y = d / sqrt(v + eps)
-    const Value& div = g_.value(y);
-    const ValueId d = div.inputs[0], sd = div.inputs[1];
-    if (!g_.IsOp(sd, "sqrt")) return std::nullopt;
-    ValueId var, eps;
-    if (!Split(g_.value(sd).inputs[0], "mean", &var, &eps, "add")) return std::nullopt;
-    const ValueId shifted = g_.value(sd).inputs[0];
-    const Value& eps_value = g_.value(eps);
-    if (eps_value.kind != ValueKind::kConst || eps_value.type.NumElements() != 1)
-      return std::nullopt;
-    c.epsilon = eps_value.data->Get(0);
-    // v = mean(d * d), d = x - mean(x)
-    const ValueId sq = g_.value(var).inputs[0];
-    if (!LastAxisMean(var) || !g_.IsOp(sq, "multiply") || g_.value(sq).inputs[0] != d ||
-        g_.value(sq).inputs[1] != d || !g_.IsOp(d, "subtract"))
-      return std::nullopt;
-    c.x = g_.value(d).inputs[0];
-    const ValueId mean = g_.value(d).inputs[1];
-    if (!LastAxisMean(mean) || g_.value(mean).inputs[0] != c.x) return std::nullopt;
+    const std::optional<NormOpByOp> core = MatchNormOpByOp(g_, y);
+    if (!core || core->kind != RowNorm::kLayerNorm) return std::nullopt;
+    c.x = core->input;
+    c.epsilon = core->epsilon;
     const TensorType& xt = g_.value(c.x).type;
-    if (xt.dtype != DType::kFloat32 || xt.rank() < 1 || g_.value(out).type != xt)
-      return std::nullopt;
-    c.inner = {mean, d, sq, var, shifted, sd, y, scaled};
-    // Private: each inner value is read only inside the chain (d twice), never an output.
+    if (core->axis != xt.rank() - 1 || g_.value(out).type != xt) return std::nullopt;
+    c.inner = core->steps;
+    c.inner.push_back(y);
+    c.inner.push_back(scaled);
+    // Private: each inner value is read only inside the chain (x - mean twice), never an output.
     const std::unordered_set<ValueId> chain(c.inner.begin(), c.inner.end());
     for (ValueId v : c.inner) {
       if (outputs_.count(v)) return std::nullopt;
@@ -80,17 +68,6 @@ class Matcher {
     const Value& v = g_.value(w);
     return v.kind != ValueKind::kNode && v.type.rank() == 1 &&
            v.type.shape[0] == g_.value(out).type.shape.back() && v.type.dtype == DType::kFloat32;
-  }
-
-  // mean over the last axis only, dims kept.
-  bool LastAxisMean(ValueId v) const {
-    if (!g_.IsOp(v, "mean")) return false;
-    const Value& m = g_.value(v);
-    const int rank = g_.value(m.inputs[0]).type.rank();
-    if (m.attrs.IsNone("axis") || !m.attrs.GetBool("keepdims") || m.attrs.GetBool("exclude"))
-      return false;
-    const IntList& axes = m.attrs.GetIntList("axis");
-    return axes.size() == 1 && (axes[0] == rank - 1 || axes[0] == -1);
   }
 
   const Graph& g_;

@@ -18,7 +18,8 @@ std::string Fusion(const Graph& graph, const std::vector<ValueId>& nodes,
                    const std::vector<ValueId>& recomputed) {
   const std::optional<FusedGroup> group = AnalyzeGroup(graph, nodes, nullptr, recomputed);
   if (group && group->Attention()) return "attention kernel";
-  if (group && group->SoftmaxWrittenOpByOp()) return "softmax row kernel";
+  if (group && group->NormWrittenOpByOp())
+    return std::string(group->row_norm.Name()) + " row kernel";
   if (group && group->Horizontal()) return "horizontal GEMM";
   if (group && group->norm >= 0) return "layer norm folded";
   // A member before the anchor computes an operand: the rules fuse only a matmul's consumers.

@@ -12,7 +12,8 @@ namespace fusetune {
 struct PlanChange {
   std::vector<ValueId> nodes;  // the plan's group
   // Why the group is not greedy's: "attention kernel" (attention as one kernel), "softmax row
-  // kernel" (a softmax written op by op as one kernel, ir/softmax_pattern.h), "horizontal
+  // kernel" and "layer norm row kernel" (one written op by op as one kernel,
+  // ir/norm_pattern.h), "horizontal
   // GEMM" (sibling matmuls as one), "layer norm folded" (a norm in its matmul's packing),
   // "matmul prologue" (a producer of a matmul's operand in its kernel: the head merge before an
   // out projection), "no fusion" (a group of one op that greedy fuses), "other grouping" (any

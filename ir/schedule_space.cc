@@ -81,11 +81,12 @@ namespace {
 // exp per element, 1.3-1.6x slower than two passes up to 50,257-wide rows, 0.95x at 300,000.
 bool OnlineRowsOffered(const Graph& graph, const FusedGroup& group) {
   if (group.templ != GroupTemplate::kComposite) return false;
+  const bool by_op = group.NormWrittenOpByOp();
   const Value& anchor = graph.value(group.anchor);
-  if (!group.SoftmaxWrittenOpByOp() && anchor.op->name != "nn.softmax") return true;
-  const ValueId input = group.SoftmaxWrittenOpByOp() ? group.softmax.input : anchor.inputs.at(0);
-  const Shape& shape = graph.value(input).type.shape;
-  int64_t axis = group.SoftmaxWrittenOpByOp() ? group.softmax.axis : anchor.attrs.GetInt("axis");
+  if (by_op ? group.row_norm.kind == RowNorm::kLayerNorm : anchor.op->name != "nn.softmax")
+    return true;
+  const Shape& shape = graph.value(by_op ? group.row_norm.input : anchor.inputs.at(0)).type.shape;
+  int64_t axis = by_op ? group.row_norm.axis : anchor.attrs.GetInt("axis");
   if (axis < 0) axis += static_cast<int64_t>(shape.size());
   return shape.at(axis) > kRowCacheFloats;
 }

@@ -24,9 +24,11 @@
 // stored, under RecomputableMembers' rules: x - mean inside both a layer norm's variance and its
 // division.
 //
-// Softmaxes written op by op (ir/softmax_pattern.h) hold two reductions, so the walk never grows
-// them either: each is offered as its five ops, and with the private element-wise producers of
-// its input (those only it reads, nearest first) within the size bound.
+// Softmaxes and layer norms written op by op (ir/norm_pattern.h) hold two reductions, so the walk
+// never grows them either: each is offered as its core (the ops up to the division), with the
+// private element-wise producers of its input (those only it reads, nearest first), with the
+// private element-wise consumers of its division (a layer norm's scale and shift), and with both,
+// within the size bound, where the core counts as two ops (OpsCounted).
 //
 // Attention groups (ir/attention_pattern.h) hold three anchors, so the walk never grows them
 // either. For each chain batch_matmul -> scale/mask -> softmax -> batch_matmul the core is offered
@@ -40,7 +42,7 @@
 #include <set>
 
 #include "ir/attention_pattern.h"
-#include "ir/softmax_pattern.h"
+#include "ir/norm_pattern.h"
 
 namespace fusetune {
 namespace {
@@ -84,7 +86,7 @@ class Enumerator {
     AddNormFolds();
     if (policy_.options().horizontal) AddHorizontal();
     if (policy_.options().attention) AddAttention();
-    AddSoftmaxOpByOp();
+    AddNormOpByOp();
     std::sort(out_.begin(), out_.end(), [](const FusedGroup& a, const FusedGroup& b) {
       if (a.nodes.size() != b.nodes.size()) return a.nodes.size() < b.nodes.size();
       if (a.nodes != b.nodes) return a.nodes < b.nodes;
@@ -206,25 +208,53 @@ class Enumerator {
     }
   }
 
-  void AddSoftmaxOpByOp() {
+  void AddNormOpByOp() {
     const size_t max_size = static_cast<size_t>(policy_.options().max_group_size);
-    for (const SoftmaxOpByOp& softmax : FindSoftmaxOpByOp(g_)) {
-      std::vector<ValueId> nodes = softmax.Core();
-      if (nodes.size() > max_size) continue;
-      std::vector<std::vector<ValueId>> sets = {nodes};
+    for (const NormOpByOp& norm : FindNormOpByOp(g_)) {
+      const std::vector<ValueId> core = norm.Core();
+      const size_t counted_core = 2;  // statistics and division (OpsCounted)
       // x's producers while each is element-wise and read by nothing else, nearest first.
-      for (ValueId v = softmax.input;
-           nodes.size() < max_size && g_.value(v).kind == ValueKind::kNode;
+      std::vector<ValueId> before;
+      for (ValueId v = norm.input;
+           counted_core + before.size() < max_size && g_.value(v).kind == ValueKind::kNode;
            v = g_.value(v).inputs.at(0)) {
-        const OpDef& op = *g_.value(v).op;
-        if (!fusable_[v] || op.kind != OpKind::kElementwise || g_.value(v).inputs.empty() ||
-            !PrivateTo(v, nodes))
+        std::vector<ValueId> with = core;
+        with.insert(with.end(), before.begin(), before.end());
+        std::sort(with.begin(), with.end());
+        if (!Inlinable(v) || !PrivateTo(v, with)) break;
+        before.push_back(v);
+      }
+      // The division's consumers while each is element-wise and the one reader of the last.
+      std::vector<ValueId> after;
+      for (ValueId v = norm.output; counted_core + after.size() < max_size;) {
+        const std::vector<ValueId>& users = g_.Users(v);
+        const std::vector<ValueId>& outputs = g_.outputs();
+        if (users.size() != 1 || std::find(outputs.begin(), outputs.end(), v) != outputs.end() ||
+            !Inlinable(users[0]))
           break;
-        nodes.insert(std::lower_bound(nodes.begin(), nodes.end(), v), v);
-        sets.push_back(nodes);
+        v = users[0];
+        after.push_back(v);
+      }
+      std::set<std::vector<ValueId>> sets;
+      for (size_t b = 0; b <= before.size(); ++b) {
+        for (size_t a = 0; a <= after.size(); ++a) {
+          if (counted_core + a + b > max_size) break;
+          std::vector<ValueId> nodes = core;
+          nodes.insert(nodes.end(), before.begin(), before.begin() + b);
+          nodes.insert(nodes.end(), after.begin(), after.begin() + a);
+          std::sort(nodes.begin(), nodes.end());
+          sets.insert(std::move(nodes));
+        }
       }
       for (const std::vector<ValueId>& set : sets) Record(set);
     }
+  }
+
+  // An element-wise op the search may fuse (no op a request pins).
+  bool Inlinable(ValueId v) const {
+    const Value& value = g_.value(v);
+    return value.kind == ValueKind::kNode && fusable_[v] &&
+           value.op->kind == OpKind::kElementwise && !value.inputs.empty();
   }
 
   // Whether every reader of `v` is in `nodes` (and `v` is no graph output).

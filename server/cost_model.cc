@@ -103,8 +103,8 @@ std::pair<double, double> RowsAlong(const Shape& s, int64_t axis) {
 std::pair<double, double> RowsOf(const Graph& graph, const FusedGroup& group) {
   if (group.templ == GroupTemplate::kElementwise)
     return RowsAlong(graph.value(group.sink).type.shape, -1);
-  if (group.SoftmaxWrittenOpByOp())  // its anchor is the division: the row is the softmax's
-    return RowsAlong(graph.value(group.softmax.input).type.shape, group.softmax.axis);
+  if (group.NormWrittenOpByOp())  // its anchor is the division: the row is the norm's
+    return RowsAlong(graph.value(group.row_norm.input).type.shape, group.row_norm.axis);
   const Value& anchor = graph.value(group.anchor);
   const Shape& in = graph.value(anchor.inputs.at(0)).type.shape;
   int64_t axis = -1;
@@ -138,8 +138,9 @@ double GenericEstimate(const Graph& graph, const FusedGroup& group, const Schedu
     // (0.67x measured at 256 x 768), a softmax computes exp twice instead of once (1.3-1.6x).
     // Its passes after the first read the row from cache, which bytes over bandwidth does not
     // see: both terms scale, so the ranking tells one-pass from two-pass kernels.
-    const bool softmax =
-        group.SoftmaxWrittenOpByOp() || graph.value(group.anchor).op->name == "nn.softmax";
+    const bool softmax = group.NormWrittenOpByOp()
+                             ? group.row_norm.kind == RowNorm::kSoftmax
+                             : graph.value(group.anchor).op->name == "nn.softmax";
     const double passes = softmax ? 1.5 : 2.0 / 3.0;
     compute_us *= passes;
     memory_us *= passes;

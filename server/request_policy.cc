@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/norm_pattern.h"
 #include "ir/op.h"
 #include "server/stage_log.h"
 
@@ -32,7 +33,8 @@ RequestPolicy::RequestPolicy(const Graph& graph, SearchOptions options)
       options_.max_kernel_args < defaults.max_kernel_args ||
       options_.horizontal < defaults.horizontal || options_.attention < defaults.attention ||
       options_.norm_fold < defaults.norm_fold || options_.recompute < defaults.recompute ||
-      options_.softmax_rows < defaults.softmax_rows;
+      options_.softmax_rows < defaults.softmax_rows ||
+      options_.layer_norm_rows < defaults.layer_norm_rows;
   wider_ = options_.max_group_size > defaults.max_group_size ||
            options_.max_kernel_args > defaults.max_kernel_args;
 }
@@ -95,8 +97,9 @@ std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, b
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   const bool single = sorted.size() == 1;
   if (!single) {
-    if (limits && static_cast<int>(sorted.size()) > options_.max_group_size)
-      return refuse(fmt::format("{} ops, more than the request's max group size {}", sorted.size(),
+    const size_t ops = limits ? OpsCounted(*graph_, sorted) : 0;
+    if (limits && static_cast<int>(ops) > options_.max_group_size)
+      return refuse(fmt::format("{} ops, more than the request's max group size {}", ops,
                                 options_.max_group_size));
     for (ValueId v : sorted)
       if (v >= 0 && v < static_cast<ValueId>(pinned_.size()) && !MayJoinGroup(v, why_not))
@@ -113,10 +116,16 @@ std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, b
     return refuse("the request does not compute attention as one kernel (--no-attention)");
   if (group->norm >= 0 && !options_.norm_fold)
     return refuse("the request does not fold layer norms into matmuls (--no-norm-fold)");
-  if (group->SoftmaxWrittenOpByOp() && !options_.softmax_rows)
+  if (group->NormWrittenOpByOp() && group->row_norm.kind == RowNorm::kSoftmax &&
+      !options_.softmax_rows)
     return refuse(
         "the request does not compute a softmax written op by op as one kernel "
         "(--no-softmax-rows)");
+  if (group->NormWrittenOpByOp() && group->row_norm.kind == RowNorm::kLayerNorm &&
+      !options_.layer_norm_rows)
+    return refuse(
+        "the request does not compute a layer norm written op by op as one kernel "
+        "(--no-layer-norm-rows)");
   const int args = static_cast<int>(group->inputs.size() + group->outputs.size());
   if (limits && !single && args > options_.max_kernel_args)
     return refuse(fmt::format("{} kernel arguments, more than the request's max args {}", args,

@@ -21,12 +21,13 @@ struct SearchOptions {
   // Further schedules per region the schedule search measures, heaviest groups first
   // (server/schedule_search.h, --schedule-budget); 0: none beyond --schedules.
   int schedule_budget = 12;
-  int threads = 1;           // threads the kernels run with (part of every key)
-  bool horizontal = true;    // sibling matmuls reading the same A may be one GEMM kernel
-  bool attention = true;     // batch_matmul -> softmax -> batch_matmul may be one kernel
-  bool norm_fold = true;     // a layer norm may be folded into the matmul it feeds
-  bool recompute = true;     // a cheap op read by several kernels may be recomputed in each
-  bool softmax_rows = true;  // a softmax written op by op may be one row kernel
+  int threads = 1;              // threads the kernels run with (part of every key)
+  bool horizontal = true;       // sibling matmuls reading the same A may be one GEMM kernel
+  bool attention = true;        // batch_matmul -> softmax -> batch_matmul may be one kernel
+  bool norm_fold = true;        // a layer norm may be folded into the matmul it feeds
+  bool recompute = true;        // a cheap op read by several kernels may be recomputed in each
+  bool softmax_rows = true;     // a softmax written op by op may be one row kernel
+  bool layer_norm_rows = true;  // a layer norm written op by op may be one row kernel
 };
 
 // The accepted values of each numeric control of a request, written once: the command line's

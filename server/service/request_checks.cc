@@ -140,6 +140,7 @@ TuneOptions TuneOptionsFromProto(const v1::TuneOptions& p, const Graph& graph) {
   s.norm_fold = !p.no_norm_fold();
   s.recompute = !p.no_recompute();
   s.softmax_rows = !p.no_softmax_rows();
+  s.layer_norm_rows = !p.no_layer_norm_rows();
   if (p.has_schedule_budget()) {
     if (p.schedule_budget() < limits::kScheduleBudget.lo ||
         p.schedule_budget() > limits::kScheduleBudget.hi)

@@ -191,7 +191,7 @@ TEST(TuneCli, TableOnATerminalFreeRunNamesEveryFigure) {
 
 TEST(TuneCli, TableOfSeveralRegionsSaysWhatTheWholeGraphDecided) {
   TempDb db("tune_table_whole");
-  const std::string graph = kExamples + "layer_norm_ops.relay";  // two regions
+  const std::string graph = kExamples + "qkv_attention.relay";  // two regions
   auto r = RunFusetune("tune --db " + db.path() + kFast + graph);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const size_t at = r.out.find("\nwhole graph: ");

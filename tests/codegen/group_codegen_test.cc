@@ -259,7 +259,7 @@ TEST(GroupCodegen, SoftmaxRowsPlainAndCached) {
       {}, kAccum);
 }
 
-// A softmax written op by op (ir/softmax_pattern.h) as one row kernel: over the last axis and
+// A softmax written op by op (ir/norm_pattern.h) as one row kernel: over the last axis and
 // an inner one, at lengths that are not multiples of the vector width, alone and with an
 // element-wise producer of x and a consumer of the division in the same kernel.
 TEST(GroupCodegen, SoftmaxWrittenOpByOpIsOneRowKernel) {
@@ -274,6 +274,30 @@ TEST(GroupCodegen, SoftmaxWrittenOpByOpIsOneRowKernel) {
         steps + "  multiply(%5, %m)\n}";
     ExpectMatch(relay, {{"1", "2", "3", "4", "5"}, {"0"}, {"6"}}, kAccum);
     ExpectMatch(relay, {{"0", "1", "2", "3", "4", "5", "6"}}, kAccum);
+  }
+}
+
+// A layer norm written op by op (ir/norm_pattern.h) as one row kernel, as TVM imports one from
+// ONNX: over the last axis and an inner one, at lengths that are not multiples of the vector
+// width, alone and with its residual add, scale and shift in the same kernel; the square as a
+// power and as a product.
+TEST(GroupCodegen, LayerNormWrittenOpByOpIsOneRowKernel) {
+  for (const std::string axis : {"2", "1"}) {
+    for (const std::string square : {"power(%2, 2f)", "multiply(%2, %2)"}) {
+      const std::string relay =
+          "fn (%x: Tensor[(3, 7, 45), float32], %r: Tensor[(3, 7, 45), float32],\n"
+          "    %g: Tensor[(3, 7, 45), float32]) {\n  %0 = add(%x, %r);\n"
+          "  %1 = mean(%0, axis=[" +
+          axis +
+          "], keepdims=True);\n  %2 = subtract(%0, %1);\n"
+          "  %3 = " +
+          square + ";\n  %4 = mean(%3, axis=[" + axis +
+          "], keepdims=True);\n"
+          "  %5 = add(%4, 1e-5f);\n  %6 = sqrt(%5);\n  %7 = divide(%2, %6);\n"
+          "  %8 = multiply(%7, %g);\n  add(%8, 0.5f)\n}";
+      ExpectMatch(relay, {{"1", "2", "3", "4", "5", "6", "7"}, {"0"}, {"8", "9"}}, kAccum);
+      ExpectMatch(relay, {{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}}, kAccum);
+    }
   }
 }
 

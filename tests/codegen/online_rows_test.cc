@@ -62,6 +62,12 @@ TEST(OnlineRows, LayerNormInOnePassKeepsItsDigitsWhenTheRowStartsWithAnOutlier) 
 }
 
 TEST(OnlineRows, LayerNormInOnePassAlongAnyAxisAtOddSizes) {
+  // A layer norm written op by op (ir/norm_pattern.h) is the same row kernel.
+  ExpectOnlineMatches(
+      "fn (%x: Tensor[(5, 70), float32], %g: Tensor[(70), float32]) {\n"
+      "  %0 = mean(%x, axis=[-1], keepdims=True);\n  %1 = subtract(%x, %0);\n"
+      "  %2 = power(%1, 2f);\n  %3 = mean(%2, axis=[-1], keepdims=True);\n"
+      "  %4 = add(%3, 1e-5f);\n  %5 = sqrt(%4);\n  %6 = divide(%1, %5);\n  multiply(%6, %g)\n}");
   ExpectOnlineMatches(
       "fn (%x: Tensor[(5, 70), float32], %g: Tensor[(70), float32], %b: Tensor[(70), float32]) {\n"
       "  %0 = add(%x, 8f);\n  nn.layer_norm(%0, %g, %b)\n}");
@@ -91,7 +97,7 @@ TEST(OnlineRows, SoftmaxInOnePassMatchesWithMinusInfinityInTheRow) {
   ExpectOnlineMatches(
       "fn (%x: Tensor[(2, 5, 40), float32]) {\n  %0 = multiply(%x, 30f);\n"
       "  %1 = nn.softmax(%0);\n  multiply(%1, 3f)\n}");
-  // A softmax written op by op (ir/softmax_pattern.h) is the same row kernel.
+  // A softmax written op by op (ir/norm_pattern.h) is the same row kernel.
   ExpectOnlineMatches(
       "fn (%x: Tensor[(4, 37), float32]) {\n"
       "  %0 = max(%x, axis=[-1], keepdims=True);\n  %1 = subtract(%x, %0);\n"

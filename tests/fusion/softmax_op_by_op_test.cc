@@ -1,12 +1,12 @@
-// A softmax written op by op (ir/softmax_pattern.h): its five ops are one kComposite group, with
+// A softmax written op by op (ir/norm_pattern.h): its five ops are one kComposite group, with
 // element-wise producers of x and consumers of the division; what the row kernel cannot do is
 // refused with the reason.
 #include <gtest/gtest.h>
 
 #include "ir/fusion.h"
+#include "ir/norm_pattern.h"
 #include "ir/plan.h"
 #include "ir/plan_changes.h"
-#include "ir/softmax_pattern.h"
 #include "ir/text/relay_parser.h"
 #include "tests/fusion/softmax_ops.h"
 
@@ -27,12 +27,12 @@ TEST(SoftmaxOpByOp, TheFiveOpsAreOneRowKernelAnchoredAtTheDivision) {
   auto group = AnalyzeGroup(s.g, std::vector<ValueId>{s.mx, s.sub, s.e, s.sum, s.div});
   ASSERT_TRUE(group);
   EXPECT_EQ(group->templ, GroupTemplate::kComposite);
-  EXPECT_TRUE(group->SoftmaxWrittenOpByOp());
+  EXPECT_TRUE(group->NormWrittenOpByOp());
   EXPECT_EQ(group->anchor, s.div);
-  EXPECT_EQ(group->softmax.axis, 1);
+  EXPECT_EQ(group->row_norm.axis, 1);
   EXPECT_EQ(group->inputs, std::vector<ValueId>{0});  // x alone: the steps are never stored
   EXPECT_EQ(group->outputs, std::vector<ValueId>{s.div});
-  EXPECT_EQ(FindSoftmaxOpByOp(s.g).size(), 1u);
+  EXPECT_EQ(FindNormOpByOp(s.g).size(), 1u);
   // Without the division the two reductions are still two kernels.
   EXPECT_NE(WhyNot(s.g, {s.mx, s.sub, s.e, s.sum}).find("two anchors"), std::string::npos);
 }
@@ -50,8 +50,8 @@ TEST(SoftmaxOpByOp, AProducerOfXAndAConsumerOfTheDivisionJoinIt) {
                              "t");
   auto group = AnalyzeGroup(g, std::vector<ValueId>{3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(group);
-  EXPECT_EQ(group->softmax.input, 3);  // %0
-  EXPECT_EQ(group->softmax.axis, 2);   // -1 and 2 are one axis
+  EXPECT_EQ(group->row_norm.input, 3);  // %0
+  EXPECT_EQ(group->row_norm.axis, 2);   // -1 and 2 are one axis
   EXPECT_EQ(group->sink, 9);
   const std::vector<PlanGroup> plan = {{{3, 4, 5, 6, 7, 8, 9}, {}}};
   const std::vector<PlanGroup> greedy = {{{3, 4}, {}}, {{5, 6}, {}}, {{7, 8, 9}, {}}};

@@ -102,6 +102,8 @@ def test_options_become_tune_options():
     assert tune_options(norm_fold=False).no_norm_fold and not defaults.no_norm_fold
     assert tune_options(recompute=False).no_recompute and not defaults.no_recompute
     assert tune_options(softmax_rows=False).no_softmax_rows and not defaults.no_softmax_rows
+    assert (tune_options(layer_norm_rows=False).no_layer_norm_rows
+            and not defaults.no_layer_norm_rows)
     assert not defaults.HasField("schedule_budget"), "unset: the server's default"
     assert tune_options(warm_start="cold").warm_start == pb.WARM_START_COLD
     for bad in ({"threads": 0}, {"max_group": -1}, {"budget": -1}, {"budget": 1.5},

@@ -109,7 +109,7 @@ class Client:
                retune=False, repeat=None, min_repeat_ms=None, flush_cache=False, target="any",
                name=None, label=None, schedule_budget=None, horizontal=True,
                warm_start="search", attention=True, norm_fold=True, recompute=True,
-               softmax_rows=True):
+               softmax_rows=True, layer_norm_rows=True):
         """Submits `graph` for tuning and returns a Task at once (see tune() for the options).
 
         `target` is a worker's fingerprint or its CPU name (as `fusetune workers` shows it), or
@@ -119,7 +119,8 @@ class Client:
         options = tune_options(threads, never_fuse, forbid, max_group, budget, never_fuse_nodes,
                                max_args, max_region, schedules, retune, repeat, min_repeat_ms,
                                flush_cache, schedule_budget, horizontal, warm_start,
-                               attention, norm_fold, recompute, softmax_rows)
+                               attention, norm_fold, recompute, softmax_rows,
+                               layer_norm_rows)
         request = pb.SubmitTuneRequest(graph=source, target=target or "any", options=options,
                                        client=label or "")
         response = self._unary("SubmitTune", request, "tune")
@@ -147,6 +148,7 @@ class Client:
         norm_fold (False: never fold a layer norm into the matmul that reads it),
         recompute (False: never recompute a cheap op inside each kernel that reads it),
         softmax_rows (False: never compute a softmax written op by op as one row kernel),
+        layer_norm_rows (False: the same for a layer norm written op by op),
         warm_start ("search", "only": time the nearest tuned size's plan and stop, "cold").
         """
         timeout = options.pop("timeout", None)

@@ -66,7 +66,8 @@ def tune_options(threads=1, never_fuse=(), forbid=(), max_group=None, budget=Non
                  never_fuse_nodes=(), max_args=None, max_region=None, schedules=None,
                  retune=False, repeat=None, min_repeat_ms=None, flush_cache=False,
                  schedule_budget=None, horizontal=True, warm_start="search",
-                 attention=True, norm_fold=True, recompute=True, softmax_rows=True):
+                 attention=True, norm_fold=True, recompute=True, softmax_rows=True,
+                 layer_norm_rows=True):
     budget = 0 if budget is None else budget
     if warm_start not in _WARM_STARTS:
         raise ValueError(f"warm_start: one of {', '.join(_WARM_STARTS)}, got {warm_start!r}")
@@ -93,6 +94,7 @@ def tune_options(threads=1, never_fuse=(), forbid=(), max_group=None, budget=Non
         no_norm_fold=not norm_fold,
         no_recompute=not recompute,
         no_softmax_rows=not softmax_rows,
+        no_layer_norm_rows=not layer_norm_rows,
         warm_start=_WARM_STARTS[warm_start])
     if schedule_budget is not None:
         o.schedule_budget = schedule_budget

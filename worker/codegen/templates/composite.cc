@@ -17,11 +17,13 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "ir/error.h"
 #include "ir/group_expr.h"
+#include "ir/norm_pattern.h"
 #include "ir/schedule_space.h"
 #include "worker/codegen/templates/group_kernel.h"
 #include "worker/codegen/templates/templates.h"
@@ -51,18 +53,19 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
                             const std::string& name) {
   GroupKernel gk(graph, group, name);
   const Value& anchor = graph.value(group.anchor);
-  // A softmax written op by op (ir/softmax_pattern.h) is nn.softmax of its input: the anchor is
-  // its division, and the steps before it are this kernel's passes.
-  const bool op_by_op = group.SoftmaxWrittenOpByOp();
-  const std::string op = op_by_op ? "nn.softmax" : anchor.op->name;
+  // A softmax or layer norm written op by op (ir/norm_pattern.h) is nn.softmax or nn.layer_norm
+  // (unscaled, unshifted) of its input: the anchor is its division, and the steps before it are
+  // this kernel's passes.
+  const bool op_by_op = group.NormWrittenOpByOp();
+  const std::string op = op_by_op ? std::string(group.row_norm.Op()) : anchor.op->name;
   const bool softmax = op == "nn.softmax";
   if (!softmax && op != "nn.layer_norm") throw UserError(fmt::format("no row kernel for {}", op));
-  const ValueId input = op_by_op ? group.softmax.input : anchor.inputs.at(0);
+  const ValueId input = op_by_op ? group.row_norm.input : anchor.inputs.at(0);
   const Shape& shape = graph.value(input).type.shape;
   const int rank = static_cast<int>(shape.size());
   if (rank == 0) throw UserError(fmt::format("{} of a scalar", op));
   const int axis =
-      op_by_op ? group.softmax.axis : NormalizeAxis(op, anchor.attrs.GetInt("axis"), rank);
+      op_by_op ? group.row_norm.axis : NormalizeAxis(op, anchor.attrs.GetInt("axis"), rank);
   std::vector<int64_t> extents(shape.begin(), shape.end());
   std::vector<int64_t> before(extents.begin(), extents.begin() + axis),
       after(extents.begin() + axis + 1, extents.end());
@@ -215,8 +218,9 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
       return kir::Eval(Bin(ScalarOp::kMul, F(0), F(1)), {num, scalar(s2)});
     });
   } else {
-    const double eps = anchor.attrs.GetFloat("epsilon");
-    const bool center = anchor.attrs.GetBool("center"), scale = anchor.attrs.GetBool("scale");
+    const double eps = op_by_op ? group.row_norm.epsilon : anchor.attrs.GetFloat("epsilon");
+    const bool center = !op_by_op && anchor.attrs.GetBool("center"),
+               scale = !op_by_op && anchor.attrs.GetBool("scale");
     const ScalarExpr n = sx::Const(static_cast<double>(len));
     ScalarExpr square_dev =
         Bin(ScalarOp::kMul, Bin(ScalarOp::kSub, F(0), F(1)), Bin(ScalarOp::kSub, F(0), F(1)));
@@ -281,17 +285,21 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
                                  Bin(ScalarOp::kAdd, Bin(ScalarOp::kDiv, F(0), n), sx::Const(eps)));
       stmts.push_back(kir::Store(s2, kir::Int(0), kir::Eval(inv, {scalar(s2)})));
     }
-    InlinedExpr gamma =
-        InlineValue(graph, group, anchor.inputs.at(1), std::vector<IndexExpr>{ix::Var(axis)});
-    InlinedExpr beta =
-        InlineValue(graph, group, anchor.inputs.at(2), std::vector<IndexExpr>{ix::Var(axis)});
+    // gamma and beta along the axis (a layer norm written op by op applies them in its epilogue).
+    auto along_axis = [&](int i) {
+      return InlineValue(graph, group, anchor.inputs.at(i), std::vector<IndexExpr>{ix::Var(axis)});
+    };
+    const std::optional<InlinedExpr> gamma =
+        scale ? std::optional<InlinedExpr>(along_axis(1)) : std::nullopt;
+    const std::optional<InlinedExpr> beta =
+        center ? std::optional<InlinedExpr>(along_axis(2)) : std::nullopt;
     store_outputs([&](KExpr l) {
       KExpr y = kir::Eval(Bin(ScalarOp::kMul, Bin(ScalarOp::kSub, F(0), F(1)), F(2)),
                           {row_value(l), scalar(s1), scalar(s2)});
-      if (scale)
-        y = kir::Eval(Bin(ScalarOp::kMul, F(0), F(1)), {y, gk.Lower(gamma, coords(l), extents)});
-      if (center)
-        y = kir::Eval(Bin(ScalarOp::kAdd, F(0), F(1)), {y, gk.Lower(beta, coords(l), extents)});
+      if (gamma)
+        y = kir::Eval(Bin(ScalarOp::kMul, F(0), F(1)), {y, gk.Lower(*gamma, coords(l), extents)});
+      if (beta)
+        y = kir::Eval(Bin(ScalarOp::kAdd, F(0), F(1)), {y, gk.Lower(*beta, coords(l), extents)});
       return y;
     });
   }
