@@ -212,21 +212,21 @@ class Enumerator {
     const size_t max_size = static_cast<size_t>(policy_.options().max_group_size);
     for (const NormOpByOp& norm : FindNormOpByOp(g_)) {
       const std::vector<ValueId> core = norm.Core();
-      const size_t counted_core = 2;  // statistics and division (OpsCounted)
+      const size_t core_ops = 2;  // what the core counts against the bound (OpsCounted)
       // x's producers while each is element-wise and read by nothing else, nearest first.
       std::vector<ValueId> before;
       for (ValueId v = norm.input;
-           counted_core + before.size() < max_size && g_.value(v).kind == ValueKind::kNode;
+           core_ops + before.size() < max_size && g_.value(v).kind == ValueKind::kNode;
            v = g_.value(v).inputs.at(0)) {
-        std::vector<ValueId> with = core;
-        with.insert(with.end(), before.begin(), before.end());
-        std::sort(with.begin(), with.end());
-        if (!Inlinable(v) || !PrivateTo(v, with)) break;
+        std::vector<ValueId> readers = core;  // what may read v: the core and x's producers
+        readers.insert(readers.end(), before.begin(), before.end());
+        std::sort(readers.begin(), readers.end());
+        if (!Inlinable(v) || !PrivateTo(v, readers)) break;
         before.push_back(v);
       }
       // The division's consumers while each is element-wise and the one reader of the last.
       std::vector<ValueId> after;
-      for (ValueId v = norm.output; counted_core + after.size() < max_size;) {
+      for (ValueId v = norm.output; core_ops + after.size() < max_size;) {
         const std::vector<ValueId>& users = g_.Users(v);
         const std::vector<ValueId>& outputs = g_.outputs();
         if (users.size() != 1 || std::find(outputs.begin(), outputs.end(), v) != outputs.end() ||
@@ -238,7 +238,7 @@ class Enumerator {
       std::set<std::vector<ValueId>> sets;
       for (size_t b = 0; b <= before.size(); ++b) {
         for (size_t a = 0; a <= after.size(); ++a) {
-          if (counted_core + a + b > max_size) break;
+          if (core_ops + a + b > max_size) break;
           std::vector<ValueId> nodes = core;
           nodes.insert(nodes.end(), before.begin(), before.begin() + b);
           nodes.insert(nodes.end(), after.begin(), after.begin() + a);
