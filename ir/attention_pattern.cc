@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/norm_pattern.h"
+
 namespace fusetune {
 namespace {
 
@@ -43,15 +45,37 @@ bool IsScoreStep(const Graph& g, ValueId v, const Shape& scores_shape) {
          ScoresShaped(g, v, scores_shape);
 }
 
-// A softmax over the last axis of a rank-3 tensor, or of a rank-3 tensor with leading 1s.
-bool SoftmaxOverLastAxis(const Graph& g, ValueId v) {
-  const Value& sm = g.value(v);
-  const int64_t rank = sm.type.rank();
-  int64_t axis = sm.attrs.GetInt("axis");
+// `axis` is the last of `shape`, a rank-3 shape or one with leading 1s.
+bool LastAxisOfRank3(const Shape& shape, int64_t axis) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
   if (axis < 0) axis += rank;
   return rank >= 3 && axis == rank - 1 &&
-         std::all_of(sm.type.shape.begin(), sm.type.shape.end() - 3,
-                     [](int64_t d) { return d == 1; });
+         std::all_of(shape.begin(), shape.end() - 3, [](int64_t d) { return d == 1; });
+}
+
+// The softmax P is: nn.softmax, or one written op by op (ir/norm_pattern.h), whose steps then
+// belong to the attention kernel too.
+struct Softmax {
+  ValueId input = -1;          // the scores after their steps
+  std::vector<ValueId> steps;  // max, x - max, exp, sum; empty for nn.softmax
+};
+
+// `v` as a softmax over the last axis (of a rank-3 tensor, leading 1s aside), if it is one.
+std::optional<Softmax> SoftmaxOverLastAxis(const Graph& g, ValueId v) {
+  const Value& sm = g.value(v);
+  if (g.IsOp(v, "nn.softmax")) {
+    if (!LastAxisOfRank3(sm.type.shape, sm.attrs.GetInt("axis"))) return std::nullopt;
+    return Softmax{sm.inputs[0], {}};
+  }
+  const std::optional<NormOpByOp> n = MatchNormOpByOp(g, v);
+  if (!n || n->kind != RowNorm::kSoftmax || !LastAxisOfRank3(sm.type.shape, n->axis))
+    return std::nullopt;
+  return Softmax{n->input, n->steps};
+}
+
+bool IsSoftmaxOpByOp(const Graph& g, ValueId v) {
+  const std::optional<NormOpByOp> n = MatchNormOpByOp(g, v);
+  return n && n->kind == RowNorm::kSoftmax;
 }
 
 // The rank-3 shape of a softmax SoftmaxOverLastAxis accepts.
@@ -74,9 +98,14 @@ std::vector<std::vector<ValueId>> Users(const Graph& g) {
 }  // namespace
 
 bool IsAttentionCandidate(const Graph& g, std::span<const ValueId> nodes) {
-  for (ValueId v : nodes)
+  bool by_op = false, product = false;
+  for (ValueId v : nodes) {
     if (g.IsOp(v, "nn.softmax")) return true;
-  return false;
+    by_op |= IsSoftmaxOpByOp(g, v);
+    product |= g.IsOp(v, "nn.batch_matmul");
+  }
+  // A softmax written op by op without a product is its own row kernel (ir/fusion.h).
+  return by_op && product;
 }
 
 std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
@@ -106,20 +135,24 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
     p_reshapes.insert(p_reshapes.begin(), a.softmax);
     a.softmax = g.value(a.softmax).inputs[0];
   }
-  if (!inside(a.softmax) || !g.IsOp(a.softmax, "nn.softmax") || out.attrs.GetBool("transpose_a"))
+  if (!inside(a.softmax) || !(g.IsOp(a.softmax, "nn.softmax") || IsSoftmaxOpByOp(g, a.softmax)) ||
+      out.attrs.GetBool("transpose_a"))
     return Reject(why_not, fmt::format("{} does not multiply a softmax (not transposed) by V, "
                                        "as {} does",
                                        g.RefName(a.output), kWhat));
   if (out.inputs[1] == out.inputs[0])
     return Reject(why_not, "the softmax is also V; attention reads V separately");
-  if (!SoftmaxOverLastAxis(g, a.softmax))
+  const std::optional<Softmax> softmax = SoftmaxOverLastAxis(g, a.softmax);
+  if (!softmax)
     return Reject(why_not, fmt::format("{} is not a softmax over the last axis of a rank-3 "
                                        "tensor (leading 1s aside)",
                                        g.RefName(a.softmax)));
+  // A softmax written op by op has its steps in the group: each lies on a path from its input to
+  // its division, so a group without one is not convex (refused before this).
   const Shape scores_shape = Rank3(g.value(a.softmax).type.shape);
 
   // Back from the softmax through the element-wise steps to the scores.
-  ValueId v = g.value(a.softmax).inputs[0];
+  ValueId v = softmax->input;
   while (inside(v) && !g.IsOp(v, "nn.batch_matmul")) {
     if (!IsScoreStep(g, v, scores_shape))
       return Reject(why_not, fmt::format("{} ({}) between the scores and the softmax is not an "
@@ -148,20 +181,28 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
     return Reject(why_not, "the scores' shape differs from the softmax's");
 
   // Each of scores, chain, softmax and P's reshapes is read inside the group by the next step
-  // only.
+  // only; a softmax written op by op reads its input in its steps, which read only each other.
   std::vector<ValueId> line{a.scores};
   line.insert(line.end(), a.chain.begin(), a.chain.end());
   line.push_back(a.softmax);
   line.insert(line.end(), p_reshapes.begin(), p_reshapes.end());
   line.push_back(a.output);
+  std::unordered_set<ValueId> softmax_ops(softmax->steps.begin(), softmax->steps.end());
+  softmax_ops.insert(a.softmax);
   for (size_t i = 0; i + 1 < line.size(); ++i)
     for (ValueId u : users[line[i]])
-      if (inside(u) && u != line[i + 1])
+      if (inside(u) && u != line[i + 1] && !(line[i + 1] == a.softmax && softmax_ops.count(u)))
         return Reject(why_not, fmt::format("{} is read by {} besides the next attention step",
                                            g.RefName(line[i]), g.RefName(u)));
+  for (ValueId s : softmax->steps)
+    for (ValueId u : users[s])
+      if (inside(u) && !softmax_ops.count(u))
+        return Reject(why_not, fmt::format("{}, a step of the softmax, is read by {}", g.RefName(s),
+                                           g.RefName(u)));
 
   // The rest is the operands' prologue: inlinable, read only by the prologue or as Q, K or V.
-  const std::unordered_set<ValueId> core(line.begin(), line.end());
+  std::unordered_set<ValueId> core(line.begin(), line.end());
+  core.insert(softmax->steps.begin(), softmax->steps.end());
   const Value& scores = g.value(a.scores);
   for (ValueId p : group.nodes) {
     if (core.count(p)) continue;
@@ -193,17 +234,25 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
 std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
   const std::vector<std::vector<ValueId>> users = Users(g);
   const std::unordered_set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
-  auto only_user = [&](ValueId v, ValueId user) {
-    if (outputs.count(v)) return false;
-    for (ValueId u : users[v])
-      if (u != user) return false;
-    return !users[v].empty();
+  // Whether `v` is read, and only by `allowed`, and is no graph output.
+  auto only_readers = [&](ValueId v, const std::unordered_set<ValueId>& allowed) {
+    if (outputs.count(v) || users[v].empty()) return false;
+    return std::all_of(users[v].begin(), users[v].end(),
+                       [&](ValueId u) { return allowed.count(u) > 0; });
   };
   std::vector<AttentionChain> chains;
   for (ValueId sm = 0; sm < static_cast<ValueId>(g.values().size()); ++sm) {
-    if (!g.IsOp(sm, "nn.softmax") || !SoftmaxOverLastAxis(g, sm)) continue;
+    if (g.value(sm).kind != ValueKind::kNode) continue;
+    const std::optional<Softmax> softmax = SoftmaxOverLastAxis(g, sm);
+    if (!softmax) continue;
     const Shape shape = Rank3(g.value(sm).type.shape);
     std::vector<ValueId> core{sm};
+    core.insert(core.end(), softmax->steps.begin(), softmax->steps.end());
+    // A softmax written op by op reads its input in its steps, which read only each other.
+    const std::unordered_set<ValueId> softmax_ops(core.begin(), core.end());
+    if (!std::all_of(softmax->steps.begin(), softmax->steps.end(),
+                     [&](ValueId s) { return only_readers(s, softmax_ops); }))
+      continue;
     // P reaches the output directly or through reshapes of its leading 1s.
     ValueId p = sm;
     while (users[p].size() == 1 && !outputs.count(p) && IsUnitReshape(g, users[p][0], shape)) {
@@ -216,10 +265,12 @@ std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
         g.value(out).inputs[1] == p || g.value(out).attrs.GetBool("transpose_a"))
       continue;
     core.push_back(out);
-    ValueId v = g.value(sm).inputs[0], next = sm;
+    // Back to the scores, each step read only by the next (the softmax's input by its ops).
+    ValueId v = softmax->input;
+    std::unordered_set<ValueId> next = softmax_ops;
     bool ok = true;
     while (ok && !g.IsOp(v, "nn.batch_matmul")) {
-      ok = IsScoreStep(g, v, shape) && only_user(v, next);
+      ok = IsScoreStep(g, v, shape) && only_readers(v, next);
       if (!ok) break;
       ValueId previous = -1;
       for (ValueId in : g.value(v).inputs)
@@ -228,10 +279,10 @@ std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
           previous = previous < 0 ? in : -2;
       ok = previous >= 0;
       core.push_back(v);
-      next = v;
+      next = {v};
       v = previous;
     }
-    if (!ok || !only_user(v, next)) continue;
+    if (!ok || !only_readers(v, next)) continue;
     core.push_back(v);
     std::sort(core.begin(), core.end());
 

@@ -7,7 +7,9 @@
 //       scores                   chain    element-wise/broadcast steps of the scores' shape, in a
 //         |  (chain)                      line (multiply or divide by a scale, add a mask), whose
 //       softmax (last axis)               other operands are read from memory
-//         |   V                  softmax  nn.softmax over the last axis: P
+//         |   V                  softmax  nn.softmax over the last axis: P; or a softmax written
+//                                         op by op over it (ir/norm_pattern.h), its max, shift,
+//                                         exp and sum steps of the group, read by nothing else
 //          \ /                   output   nn.batch_matmul(P, V) with P not transposed: the sink
 //        output                  prologue element-wise/injective producers of Q, K or V
 //                                         (reshape, transpose, strided_slice, a scale), inlined
@@ -33,8 +35,8 @@
 
 namespace fusetune {
 
-// Cheap test: the group holds an nn.softmax and its nodes could be attention (then
-// AnalyzeAttention decides, with a reason when it refuses).
+// Cheap test: the group holds an nn.softmax, or a softmax written op by op and a batch_matmul,
+// and its nodes could be attention (then AnalyzeAttention decides, with a reason when it refuses).
 bool IsAttentionCandidate(const Graph& graph, std::span<const ValueId> nodes);
 
 // `group` has nodes, inputs, outputs and sink filled in and is known convex and connected;

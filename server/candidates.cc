@@ -185,7 +185,7 @@ class Enumerator {
     for (const AttentionChain& chain : FindAttentionChains(g_)) {
       bool fusable = true;
       for (ValueId v : chain.core) fusable &= fusable_[v];
-      if (!fusable || chain.core.size() > max_size) continue;
+      if (!fusable || OpsCounted(g_, chain.core) > max_size) continue;
       // Each operand's producers up to the first that may not join a group.
       std::vector<std::vector<ValueId>> prologues;
       for (const std::vector<ValueId>& p : chain.prologues) {
@@ -202,7 +202,7 @@ class Enumerator {
         for (size_t i = 0; i < prologues.size(); ++i)
           if (mask & (1u << i)) nodes.insert(nodes.end(), prologues[i].begin(), prologues[i].end());
         std::sort(nodes.begin(), nodes.end());
-        if (nodes.size() <= max_size) sets.insert(std::move(nodes));
+        if (OpsCounted(g_, nodes) <= max_size) sets.insert(std::move(nodes));
       }
       for (const std::vector<ValueId>& nodes : sets) Record(nodes);
     }

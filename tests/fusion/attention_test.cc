@@ -9,6 +9,7 @@
 
 #include "ir/attention_pattern.h"
 #include "ir/fusion.h"
+#include "ir/norm_pattern.h"
 #include "ir/plan.h"
 #include "ir/text/relay_parser.h"
 
@@ -135,6 +136,64 @@ fn (%q: Tensor[(4, 32, 16), float32], %kt: Tensor[(4, 16, 32), float32],
   EXPECT_NE(
       WhyNot(folded, Ids(folded, {"0", "1", "2", "3", "4"})).find("does not multiply a softmax"),
       std::string::npos);
+}
+
+// Attention whose softmax an exporter wrote op by op (ir/norm_pattern.h): its max, shift, exp
+// and sum are steps of the kernel; alone, without the products, it is its own row kernel.
+constexpr const char* kSoftmaxOps = R"(
+fn (%q: Tensor[(4, 32, 16), float32], %k: Tensor[(4, 48, 16), float32],
+    %vt: Tensor[(4, 8, 48), float32]) {
+  %0 = nn.batch_matmul(%q, %k);
+  %1 = multiply(%0, 0.25f);
+  %2 = max(%1, axis=[2], keepdims=True);
+  %3 = subtract(%1, %2);
+  %4 = exp(%3);
+  %5 = sum(%4, axis=[-1], keepdims=True);
+  %6 = divide(%4, %5);
+  nn.batch_matmul(%6, %vt)
+})";
+
+TEST(Attention, ASoftmaxWrittenOpByOpIsPartOfTheKernel) {
+  Graph g = ParseRelay(kSoftmaxOps, "t.relay");
+  const std::vector<AttentionChain> chains = FindAttentionChains(g);
+  ASSERT_EQ(chains.size(), 1u);
+  const std::vector<ValueId> all = Ids(g, {"0", "1", "2", "3", "4", "5", "6", "7"});
+  EXPECT_EQ(chains[0].core, all);
+  std::string why;
+  auto group = AnalyzeGroup(g, all, &why);
+  ASSERT_TRUE(group) << why;
+  EXPECT_TRUE(group->Attention());
+  EXPECT_EQ(group->attention.chain, Ids(g, {"1"}));
+  EXPECT_EQ(group->attention.softmax, *g.FindByName("6"));
+  EXPECT_EQ(group->outputs, Ids(g, {"7"}));
+  EXPECT_EQ(OpsCounted(g, all), 5u);  // within the default size of 8
+  // Every step in the group, or the group is not convex.
+  EXPECT_NE(WhyNot(g, Ids(g, {"0", "1", "3", "4", "5", "6", "7"})).find("not convex"),
+            std::string::npos);
+  // Without the products, the softmax and its scale are a row kernel.
+  auto rows = AnalyzeGroup(g, Ids(g, {"1", "2", "3", "4", "5", "6"}), &why);
+  ASSERT_TRUE(rows) << why;
+  EXPECT_EQ(rows->templ, GroupTemplate::kComposite);
+  EXPECT_TRUE(rows->NormWrittenOpByOp());
+
+  // An exponent read outside the group would have to be written.
+  Graph read_outside = ParseRelay(R"(
+fn (%q: Tensor[(4, 32, 16), float32], %k: Tensor[(4, 48, 16), float32],
+    %vt: Tensor[(4, 8, 48), float32]) {
+  %0 = nn.batch_matmul(%q, %k);
+  %1 = max(%0, axis=[2], keepdims=True);
+  %2 = subtract(%0, %1);
+  %3 = exp(%2);
+  %4 = sum(%3, axis=[2], keepdims=True);
+  %5 = divide(%3, %4);
+  %6 = nn.batch_matmul(%5, %vt);
+  (%6, %3)
+})",
+                                  "t.relay");
+  EXPECT_TRUE(FindAttentionChains(read_outside).empty());
+  EXPECT_NE(WhyNot(read_outside, Ids(read_outside, {"0", "1", "2", "3", "4", "5", "6"}))
+                .find("used outside the attention group"),
+            std::string::npos);
 }
 
 std::string ReadFile(const std::string& path) {

@@ -85,6 +85,24 @@ TEST(AttentionKernel, OneQueryAndOneKey) {
   CheckAllSchedules(Prepare(Scaled(2, 1, 1, 8, 5), {"0", "1", "2", "3", "4"}));
 }
 
+// A softmax written op by op (ir/norm_pattern.h): its steps are the kernel's own softmax.
+TEST(AttentionKernel, ASoftmaxWrittenOpByOpAtOddSizes) {
+  CheckAllSchedules(Prepare(R"(
+fn (%q: Tensor[(3, 37, 64), float32], %k: Tensor[(3, 45, 64), float32],
+    %vt: Tensor[(3, 23, 45), float32], %mask: Tensor[(1, 37, 45), float32]) {
+  %0 = nn.batch_matmul(%q, %k);
+  %1 = multiply(%0, 0.125f);
+  %2 = add(%1, %mask);
+  %3 = max(%2, axis=[2], keepdims=True);
+  %4 = subtract(%2, %3);
+  %5 = exp(%4);
+  %6 = sum(%5, axis=[2], keepdims=True);
+  %7 = divide(%5, %6);
+  nn.batch_matmul(%7, %vt)
+})",
+                            {"0", "1", "2", "3", "4", "5", "6", "7", "8"}));
+}
+
 // Large scores: the online rescaling must not overflow where a naive exp would.
 TEST(AttentionKernel, LargeScoresNoScale) {
   Fixture f = Prepare(R"(

@@ -1,5 +1,6 @@
-// kComposite: nn.softmax and nn.layer_norm as whole-row kernels along their axis. Per row
-// (parallel over rows): the prologue fills a row cache once, then
+// kComposite: nn.softmax and nn.layer_norm (or one written op by op, ir/norm_pattern.h) as
+// whole-row kernels along their axis. Per row (parallel over rows): the prologue fills a row
+// cache once, then
 //   softmax:    m = max(row); row = exp(row - m), s = sum(row); out = epilogue(row * (1/s))
 //   layer_norm: mean = sum(row)/n; inv = rsqrt(sum((row-mean)^2)/n + eps);
 //               out = epilogue((row - mean) * inv * gamma + beta)
@@ -9,8 +10,9 @@
 //   softmax:    per lane a running max m and a sum s rescaled when m grows (one exp per element:
 //               exp(-|x - m|) serves either case); S = sum of s * exp(m - M) over the lanes;
 //               out = epilogue(exp(row - M) / S), exp computed again instead of cached
-//   layer_norm: sums of d = row - row[0] and of d^2 (shifted by the row's first element, so the
-//               difference of squares does not cancel when the mean is large against the spread)
+//   layer_norm: sums of d = row - shift and of d^2, the shift the mean of the row's first vector
+//               (so the difference of squares does not cancel when the mean is large against the
+//               spread, nor when the first element is an outlier)
 // It reads the row twice instead of three times and computes exp twice: rows past the caches are
 // where it can pay, so the search measures it and keeps it only where it is faster.
 #include <algorithm>
