@@ -1,7 +1,7 @@
 // The per-request controls through gRPC, with a warm cache: a real `fusetune serve` and a
 // synthetic worker. A restricted SubmitTune is answered by a search over the stored measurements
 // that honours the control, never by a stored plan it forbids, and LookupBest afterwards still
-// gives the unrestricted plan.
+// gives the unrestricted plan. The norms' row kernels are taken out by their wire options.
 #include <functional>
 
 #include "service_test_util.h"
@@ -13,9 +13,10 @@ std::set<std::string> Names(const v1::PlanGroup& g) {
   return std::set<std::string>(g.nodes().begin(), g.nodes().end());
 }
 
-v1::TaskStatus TuneAndWait(v1::Tuner::Stub& stub, const v1::TuneOptions& options) {
+v1::TaskStatus TuneAndWait(v1::Tuner::Stub& stub, const v1::TuneOptions& options,
+                           const char* relay = kSmallSeed) {
   v1::SubmitTuneRequest request;
-  request.mutable_graph()->set_relay_text(kSmallSeed);
+  request.mutable_graph()->set_relay_text(relay);
   *request.mutable_options() = options;
   v1::SubmitTuneResponse response;
   grpc::Status s = stub.SubmitTune(Ctx().get(), request, &response);
@@ -101,6 +102,58 @@ TEST(Controls, EveryControlIsHonouredWithAWarmCacheAndLeavesTheStoredPlan) {
       for (const v1::PlanGroup& g : region.plan())
         EXPECT_FALSE(c.refused(Names(g))) << c.name << " (lookup)";
   }
+}
+
+// A softmax and a layer norm written op by op, each a row kernel unless the request says not.
+const char* kNorms = R"(fn (%x: Tensor[(8, 40), float32], %g: Tensor[(40), float32]) {
+  %0 = max(%x, axis=[1], keepdims=True);
+  %1 = subtract(%x, %0);
+  %2 = exp(%1);
+  %3 = sum(%2, axis=[1], keepdims=True);
+  %4 = divide(%2, %3);
+  %5 = mean(%4, axis=[1], keepdims=True);
+  %6 = subtract(%4, %5);
+  %7 = power(%6, 2f);
+  %8 = mean(%7, axis=[1], keepdims=True);
+  %9 = add(%8, 1e-05f);
+  %10 = sqrt(%9);
+  %11 = divide(%6, %10);
+  multiply(%11, %g)
+})";
+
+// Whether a kernel of the task's plan holds both `a` and `b`.
+bool OneGroupHolds(const v1::TaskStatus& task, const std::string& a, const std::string& b) {
+  for (const v1::RegionResult& region : task.result().regions())
+    for (const v1::PlanGroup& g : region.plan())
+      if (Names(g).count(a) && Names(g).count(b)) return true;
+  return false;
+}
+
+TEST(Controls, NormRowKernelsAreTakenOutOverTheWire) {
+  TestDir dir;
+  ServerProcess server(dir, dir.File("norms.db"));
+  Process worker({"worker", "--server", server.address(), "--synthetic", "--id", "w1"},
+                 dir.File("w1"));
+  auto stub = v1::Tuner::NewStub(Channel(server.address()));
+  // Synthetic figures favour fewer kernels: each norm's two reductions share one.
+  v1::TaskStatus plain = TuneAndWait(*stub, {}, kNorms);
+  ASSERT_EQ(plain.state(), v1::TASK_STATE_DONE) << plain.error() << "\n" << worker.Err();
+  EXPECT_TRUE(OneGroupHolds(plain, "%0", "%3")) << plain.result().DebugString();
+  EXPECT_TRUE(OneGroupHolds(plain, "%5", "%8")) << plain.result().DebugString();
+
+  v1::TuneOptions no_softmax;
+  no_softmax.set_no_softmax_rows(true);
+  v1::TaskStatus a = TuneAndWait(*stub, no_softmax, kNorms);
+  ASSERT_EQ(a.state(), v1::TASK_STATE_DONE) << a.error();
+  EXPECT_FALSE(OneGroupHolds(a, "%0", "%3")) << a.result().DebugString();
+  EXPECT_TRUE(OneGroupHolds(a, "%5", "%8")) << a.result().DebugString();
+
+  v1::TuneOptions no_layer_norm;
+  no_layer_norm.set_no_layer_norm_rows(true);
+  v1::TaskStatus b = TuneAndWait(*stub, no_layer_norm, kNorms);
+  ASSERT_EQ(b.state(), v1::TASK_STATE_DONE) << b.error();
+  EXPECT_TRUE(OneGroupHolds(b, "%0", "%3")) << b.result().DebugString();
+  EXPECT_FALSE(OneGroupHolds(b, "%5", "%8")) << b.result().DebugString();
 }
 
 }  // namespace
