@@ -70,8 +70,9 @@ void AddSearchFlags(CLI::App* cmd, SearchFlags& f, bool search) {
                 "never compute a softmax written op by op (max, subtract, exp, sum, divide) as one "
                 "row kernel (the rules' kernels store its exponent)");
   cmd->add_flag("--no-layer-norm-rows", f.no_layer_norm_rows,
-                "never compute a layer norm written op by op (mean, subtract, square, mean, add, "
-                "sqrt, divide) as one row kernel (the rules' kernels store x - mean)");
+                "never compute a layer norm or RMS norm written op by op (mean, subtract, square, "
+                "mean, add, sqrt, divide; or without the first mean) as one row kernel (the rules' "
+                "kernels store x - mean or read x twice)");
   cmd->add_flag("--no-horizontal", f.no_horizontal,
                 "never fuse sibling matmuls that read the same input (Q, K, V) into one kernel");
 }

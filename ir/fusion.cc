@@ -320,9 +320,9 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     return AnalyzeAttention(g, std::move(group), users, why_not);
   }
 
-  // A softmax or layer norm written op by op: its two reductions are steps of one row kernel.
+  // A softmax, layer norm or RMS norm written op by op: its reductions are steps of one row kernel.
   const std::optional<NormOpByOp> row_norm =
-      anchors == 2 ? NormOpByOpIn(g, group.nodes) : std::nullopt;
+      anchors == 1 || anchors == 2 ? NormOpByOpIn(g, group.nodes) : std::nullopt;
   std::unordered_set<ValueId> steps;
   if (row_norm) {
     if (!recomputed.empty())

@@ -24,12 +24,18 @@ class Matcher {
   // layer norm written op by op (ir/norm_pattern.h) over x's last axis.
   std::optional<Chain> Match(ValueId out) const {
     Chain c;
-    ValueId scaled, y;
-    if (!g_.IsOp(out, "add") || !Split(out, "multiply", &scaled, &c.beta) || !Weight(c.beta, out) ||
-        !Split(scaled, "divide", &y, &c.gamma) || !Weight(c.gamma, out))
+    ValueId scaled;
+    if (!g_.IsOp(out, "add") || !Split(out, "multiply", &scaled, &c.beta) || !Weight(c.beta, out))
       return std::nullopt;
-    const std::optional<NormOpByOp> core = MatchNormOpByOp(g_, y);
-    if (!core || core->kind != RowNorm::kLayerNorm) return std::nullopt;
+    // scaled = y * gamma, either order.
+    std::optional<NormOpByOp> core;
+    ValueId y = -1;
+    for (int i = 0; i < 2 && !core; ++i) {
+      y = g_.value(scaled).inputs[i];
+      c.gamma = g_.value(scaled).inputs[1 - i];
+      core = MatchNormOpByOp(g_, y);
+    }
+    if (!core || core->kind != RowNorm::kLayerNorm || !Weight(c.gamma, out)) return std::nullopt;
     c.x = core->input;
     c.epsilon = core->epsilon;
     const TensorType& xt = g_.value(c.x).type;

@@ -43,13 +43,24 @@ std::optional<NormOpByOp> MatchSoftmax(const Graph& g, ValueId division) {
   return s;
 }
 
-// y = d / sqrt(mean(d²) + eps), d = x - mean(x).
-std::optional<NormOpByOp> MatchLayerNorm(const Graph& g, ValueId division) {
+// y = d / sqrt(t) or d * rsqrt(t) (either order), t = mean(d²) + eps (eps a scalar constant,
+// either side); d = x - mean(x) for a layer norm, d = x for an RMS norm.
+std::optional<NormOpByOp> MatchLayerNorm(const Graph& g, ValueId output) {
   NormOpByOp n;
-  n.kind = RowNorm::kLayerNorm;
-  n.output = division;
-  const ValueId d = g.value(division).inputs[0], root = g.value(division).inputs[1];
-  if (!g.IsOp(d, "subtract") || !g.IsOp(root, "sqrt")) return std::nullopt;
+  n.output = output;
+  const Value& out = g.value(output);
+  ValueId d = -1, root = -1;
+  if (g.IsOp(output, "divide") && g.IsOp(out.inputs[1], "sqrt")) {
+    d = out.inputs[0];
+    root = out.inputs[1];
+  } else if (g.IsOp(output, "multiply")) {
+    for (int i = 0; i < 2 && root < 0; ++i)
+      if (g.IsOp(out.inputs[i], "rsqrt")) {
+        root = out.inputs[i];
+        d = out.inputs[1 - i];
+      }
+  }
+  if (root < 0) return std::nullopt;
   const ValueId plus_eps = g.value(root).inputs[0];
   if (!g.IsOp(plus_eps, "add")) return std::nullopt;
   ValueId var = -1;
@@ -67,13 +78,22 @@ std::optional<NormOpByOp> MatchLayerNorm(const Graph& g, ValueId division) {
       (g.IsOp(square, "multiply") && sq.inputs[0] == d && sq.inputs[1] == d) ||
       (g.IsOp(square, "power") && sq.inputs[0] == d && ScalarConst(g, sq.inputs[1]) == 2.0);
   if (!squares_d) return std::nullopt;
-  n.input = g.value(d).inputs[0];
-  const ValueId mean = g.value(d).inputs[1];
-  if (!g.IsOp(mean, "mean") || g.value(mean).inputs[0] != n.input) return std::nullopt;
-  const std::optional<int> mean_axis = KeptSingleAxis(g, mean), var_axis = KeptSingleAxis(g, var);
-  if (!mean_axis || mean_axis != var_axis) return std::nullopt;
-  n.axis = *mean_axis;
-  n.steps = {mean, d, square, var, plus_eps, root};
+  const std::optional<int> var_axis = KeptSingleAxis(g, var);
+  if (!var_axis) return std::nullopt;
+  n.axis = *var_axis;
+  // x - mean(x) over the same axis: a layer norm; anything else squared is an RMS norm of itself.
+  const bool centred = g.IsOp(d, "subtract") && g.IsOp(g.value(d).inputs[1], "mean") &&
+                       g.value(g.value(d).inputs[1]).inputs[0] == g.value(d).inputs[0] &&
+                       KeptSingleAxis(g, g.value(d).inputs[1]) == var_axis;
+  if (centred) {
+    n.kind = RowNorm::kLayerNorm;
+    n.input = g.value(d).inputs[0];
+    n.steps = {g.value(d).inputs[1], d, square, var, plus_eps, root};
+  } else {
+    n.kind = RowNorm::kRmsNorm;
+    n.input = d;
+    n.steps = {square, var, plus_eps, root};
+  }
   return n;
 }
 
@@ -86,24 +106,33 @@ std::vector<ValueId> NormOpByOp::Core() const {
   return core;
 }
 
-std::string_view NormOpByOp::Op() const {
-  return kind == RowNorm::kSoftmax ? "nn.softmax" : "nn.layer_norm";
-}
-
 std::string_view NormOpByOp::Name() const {
-  return kind == RowNorm::kSoftmax ? "softmax" : "layer norm";
+  switch (kind) {
+    case RowNorm::kSoftmax:
+      return "softmax";
+    case RowNorm::kLayerNorm:
+      return "layer norm";
+    case RowNorm::kRmsNorm:
+      return "RMS norm";
+  }
+  return "";
 }
 
-std::optional<NormOpByOp> MatchNormOpByOp(const Graph& g, ValueId division) {
-  if (!g.IsOp(division, "divide")) return std::nullopt;
-  std::optional<NormOpByOp> n = MatchSoftmax(g, division);
-  if (!n) n = MatchLayerNorm(g, division);
+std::optional<NormOpByOp> MatchNormOpByOp(const Graph& g, ValueId output) {
+  if (!g.IsOp(output, "divide") && !g.IsOp(output, "multiply")) return std::nullopt;
+  std::optional<NormOpByOp> n = g.IsOp(output, "divide") ? MatchSoftmax(g, output) : std::nullopt;
+  if (!n) n = MatchLayerNorm(g, output);
   if (!n) return std::nullopt;
   const TensorType& x = g.value(n->input).type;
   if (x.dtype != DType::kFloat32 || x.rank() == 0) return std::nullopt;
-  // The steps over whole rows (x - max and its exp; x - mean and its square) keep x's shape (the
-  // reductions' 1 broadcast back), and so does y: it is the normalisation of x.
-  for (ValueId v : {n->steps[1], n->steps[2], division})
+  // The steps over whole rows (x - max and its exp; x - mean and its square; x's square) keep x's
+  // shape (the reductions' 1 broadcast back), and so does y: it is the normalisation of x.
+  std::vector<ValueId> whole_rows = {output};
+  if (n->kind == RowNorm::kRmsNorm)
+    whole_rows.push_back(n->steps[0]);
+  else
+    whole_rows.insert(whole_rows.end(), {n->steps[1], n->steps[2]});
+  for (ValueId v : whole_rows)
     if (g.value(v).type.shape != x.shape) return std::nullopt;
   return n;
 }

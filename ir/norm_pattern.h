@@ -16,11 +16,14 @@
 //     v = mean(q, axis=[a], keepdims=True)     a second reduction over the same axis
 //     t = add(v, eps)                          eps a scalar constant, either side
 //     r = sqrt(t)
-//     y = divide(d, r)
+//     y = divide(d, r)                         or r = rsqrt(t), y = multiply(d, r)
+//
+//   RMS norm without its scale (T5, LLaMA): the layer norm's steps with d = x, no mean taken
 //
 // TVM's rules cannot put two reductions in one kernel: they store d or e (the whole tensor) and
-// read it again. These ops are nn.softmax(x, axis=a) and nn.layer_norm(x, axis=a, epsilon=eps,
-// center=False, scale=False); a group that holds them (with element-wise producers of x and
+// read it again (an RMS norm, one reduction, reads x in two kernels). These ops are
+// nn.softmax(x, axis=a), nn.layer_norm(x, axis=a, epsilon=eps, center=False, scale=False) and
+// x * rsqrt(mean(x²) + eps); a group that holds them (with element-wise producers of x and
 // element-wise consumers of y, such as a layer norm's scale and shift) is a kComposite group whose
 // row kernel is that op's (ir/fusion.h): x read once, y written once. Decided from the IR alone,
 // like every legality; only the search forms such a group, and keeps it when it measures faster.
@@ -33,26 +36,24 @@
 
 namespace fusetune {
 
-enum class RowNorm { kSoftmax, kLayerNorm };
+enum class RowNorm { kSoftmax, kLayerNorm, kRmsNorm };
 
 struct NormOpByOp {
   RowNorm kind = RowNorm::kSoftmax;
   ValueId input = -1;          // x
   std::vector<ValueId> steps;  // the ops between x and y, which only the row kernel sees
-  ValueId output = -1;         // y: the division
+  ValueId output = -1;         // y: the division (or the product by the root's reciprocal)
   int axis = 0;                // of x, in [0, rank)
   double epsilon = 0;          // layer norm only
 
   // The steps and the output, ascending.
   std::vector<ValueId> Core() const;
-  // The catalog op whose row kernel computes it: "nn.softmax" or "nn.layer_norm".
-  std::string_view Op() const;
-  // "softmax" or "layer norm", for messages and reports.
+  // "softmax", "layer norm" or "RMS norm", for messages and reports.
   std::string_view Name() const;
 };
 
-// The normalisation written op by op whose division is `division`, if it is one.
-std::optional<NormOpByOp> MatchNormOpByOp(const Graph& graph, ValueId division);
+// The normalisation written op by op whose output is `output`, if it is one.
+std::optional<NormOpByOp> MatchNormOpByOp(const Graph& graph, ValueId output);
 
 // The one normalisation written op by op whose ops are all among `nodes`, if exactly one is.
 std::optional<NormOpByOp> NormOpByOpIn(const Graph& graph, std::span<const ValueId> nodes);

@@ -12,7 +12,7 @@ namespace fusetune {
 struct PlanChange {
   std::vector<ValueId> nodes;  // the plan's group
   // Why the group is not greedy's: "attention kernel" (attention as one kernel), "softmax row
-  // kernel" and "layer norm row kernel" (one written op by op as one kernel,
+  // kernel", "layer norm row kernel" and "RMS norm row kernel" (one written op by op as one kernel,
   // ir/norm_pattern.h), "horizontal
   // GEMM" (sibling matmuls as one), "layer norm folded" (a norm in its matmul's packing),
   // "matmul prologue" (a producer of a matmul's operand in its kernel: the head merge before an

@@ -83,6 +83,7 @@ bool OnlineRowsOffered(const Graph& graph, const FusedGroup& group) {
   if (group.templ != GroupTemplate::kComposite) return false;
   const bool by_op = group.NormWrittenOpByOp();
   const Value& anchor = graph.value(group.anchor);
+  if (by_op && group.row_norm.kind == RowNorm::kRmsNorm) return false;  // one pass already
   if (by_op ? group.row_norm.kind == RowNorm::kLayerNorm : anchor.op->name != "nn.softmax")
     return true;
   const Shape& shape = graph.value(by_op ? group.row_norm.input : anchor.inputs.at(0)).type.shape;

@@ -121,11 +121,12 @@ std::optional<FusedGroup> RequestPolicy::Check(std::span<const ValueId> nodes, b
     return refuse(
         "the request does not compute a softmax written op by op as one kernel "
         "(--no-softmax-rows)");
-  if (group->NormWrittenOpByOp() && group->row_norm.kind == RowNorm::kLayerNorm &&
+  if (group->NormWrittenOpByOp() && group->row_norm.kind != RowNorm::kSoftmax &&
       !options_.layer_norm_rows)
     return refuse(
-        "the request does not compute a layer norm written op by op as one kernel "
-        "(--no-layer-norm-rows)");
+        fmt::format("the request does not compute a {} written op by op as one kernel "
+                    "(--no-layer-norm-rows)",
+                    group->row_norm.Name()));
   const int args = static_cast<int>(group->inputs.size() + group->outputs.size());
   if (limits && !single && args > options_.max_kernel_args)
     return refuse(fmt::format("{} kernel arguments, more than the request's max args {}", args,

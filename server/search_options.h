@@ -27,7 +27,7 @@ struct SearchOptions {
   bool norm_fold = true;        // a layer norm may be folded into the matmul it feeds
   bool recompute = true;        // a cheap op read by several kernels may be recomputed in each
   bool softmax_rows = true;     // a softmax written op by op may be one row kernel
-  bool layer_norm_rows = true;  // a layer norm written op by op may be one row kernel
+  bool layer_norm_rows = true;  // a layer norm or RMS norm written op by op may be one row kernel
 };
 
 // The accepted values of each numeric control of a request, written once: the command line's

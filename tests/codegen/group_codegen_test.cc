@@ -301,6 +301,33 @@ TEST(GroupCodegen, LayerNormWrittenOpByOpIsOneRowKernel) {
   }
 }
 
+// An RMS norm and TensorFlow's layer norm (the reciprocal root times the deviation) written op
+// by op, as one row kernel over the last axis and an inner one.
+TEST(GroupCodegen, RmsNormAndReciprocalRootNormsAreOneRowKernel) {
+  for (const std::string axis : {"2", "1"}) {
+    const std::string rms =
+        "fn (%x: Tensor[(3, 7, 45), float32], %w: Tensor[(3, 7, 45), float32]) {\n"
+        "  %0 = power(%x, 2f);\n  %1 = mean(%0, axis=[" +
+        axis +
+        "], keepdims=True);\n"
+        "  %2 = add(%1, 1e-6f);\n  %3 = rsqrt(%2);\n  %4 = multiply(%x, %3);\n"
+        "  multiply(%4, %w)\n}";
+    ExpectMatch(rms, {{"0", "1", "2", "3", "4"}, {"5"}}, kAccum);
+    ExpectMatch(rms, {{"0", "1", "2", "3", "4", "5"}}, kAccum);
+    const std::string tf =
+        "fn (%x: Tensor[(3, 7, 45), float32]) {\n"
+        "  %0 = mean(%x, axis=[" +
+        axis +
+        "], keepdims=True);\n"
+        "  %1 = subtract(%x, %0);\n  %2 = multiply(%1, %1);\n"
+        "  %3 = mean(%2, axis=[" +
+        axis +
+        "], keepdims=True);\n"
+        "  %4 = add(%3, 1e-3f);\n  %5 = rsqrt(%4);\n  multiply(%5, %1)\n}";
+    ExpectMatch(tf, {{"0", "1", "2", "3", "4", "5", "6"}}, kAccum);
+  }
+}
+
 // ONNX's erf-GELU: x / sqrt(2) (a multiply by the reciprocal), the rational erf, over |x| up to 8.
 TEST(GroupCodegen, ErfGeluWithConstantDivision) {
   const std::string gelu =

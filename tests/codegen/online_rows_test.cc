@@ -31,6 +31,12 @@ void ExpectOnlineMatches(const std::string& relay, const Schedule& schedule = kO
   }
 }
 
+// x * rsqrt(mean(x²) + eps) (ir/norm_pattern.h).
+const char* kRmsNorm =
+    "fn (%x: Tensor[(5, 70), float32]) {\n  %0 = power(%x, 2f);\n"
+    "  %1 = mean(%0, axis=[-1], keepdims=True);\n  %2 = add(%1, 1e-6f);\n  %3 = rsqrt(%2);\n"
+    "  multiply(%x, %3)\n}";
+
 FusedGroup WholeGraphGroup(const Graph& graph) {
   std::vector<ValueId> ids;
   for (const Value& v : graph.values())
@@ -116,6 +122,17 @@ TEST(OnlineRows, OfferedForLayerNormsAndForSoftmaxRowsPastTheRowCache) {
   EXPECT_TRUE(OffersOnline("fn (%x: Tensor[(2, 300000), float32]) { nn.softmax(%x) }"));
   EXPECT_FALSE(OffersOnline("fn (%x: Tensor[(300000, 2), float32]) { nn.softmax(%x, axis=1) }"));
   EXPECT_FALSE(OffersOnline("fn (%x: Tensor[(5, 70), float32]) { sum(%x, axis=[-1]) }"));
+  EXPECT_FALSE(OffersOnline(kRmsNorm)) << "an RMS norm's statistics are one pass already";
+}
+
+TEST(OnlineRows, AnRmsNormRefusesTheKnobAndSaysWhy) {
+  Graph graph = ParseGraph(kRmsNorm);
+  try {
+    codegen::BuildGroupKernel(graph, WholeGraphGroup(graph), kOnline, codegen::HostTarget(), "k");
+    FAIL() << "online=1 accepted by an RMS norm";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("one pass already"), std::string::npos) << e.what();
+  }
 }
 
 TEST(OnlineRows, OtherTemplatesRefuseTheKnobByName) {

@@ -101,6 +101,56 @@ TEST(LayerNormOpByOp, WhatIsNotALayerNormOrNeedsAStepStoredIsRefused) {
       std::string::npos);
 }
 
+// TensorFlow's spelling: the deviation's reciprocal root times x - mean.
+TEST(LayerNormOpByOp, TheReciprocalRootTimesTheDeviationIsTheSameNorm) {
+  const Graph g = ParseRelay(R"(fn (%x: Tensor[(6, 45), float32]) {
+  %0 = mean(%x, axis=[1], keepdims=True);
+  %1 = subtract(%x, %0);
+  %2 = multiply(%1, %1);
+  %3 = mean(%2, axis=[1], keepdims=True);
+  %4 = add(%3, 1e-6f);
+  %5 = rsqrt(%4);
+  multiply(%5, %1)
+})",
+                             "t");
+  auto group = AnalyzeGroup(g, Nodes(g, {0, 1, 2, 3, 4, 5, 6}));
+  ASSERT_TRUE(group);
+  EXPECT_EQ(group->row_norm.kind, RowNorm::kLayerNorm);
+  EXPECT_EQ(group->anchor, Nodes(g, {6})[0]);
+}
+
+// An RMS norm (T5, LLaMA): x * rsqrt(mean(x²) + eps) * w. One reduction, but its output is
+// read with x again, so the rules' reduction kernel cannot take the product: two kernels, x read
+// twice.
+TEST(LayerNormOpByOp, AnRmsNormIsOneRowKernelWithItsWeight) {
+  const Graph g = ParseRelay(R"(fn (%x: Tensor[(6, 45), float32], %w: Tensor[(45), float32]) {
+  %0 = power(%x, 2f);
+  %1 = mean(%0, axis=[-1], keepdims=True);
+  %2 = add(%1, 1e-6f);
+  %3 = rsqrt(%2);
+  %4 = multiply(%x, %3);
+  multiply(%4, %w)
+})",
+                             "t");
+  const std::vector<ValueId> all = Nodes(g, {0, 1, 2, 3, 4, 5});
+  std::string why;
+  auto group = AnalyzeGroup(g, all, &why);
+  ASSERT_TRUE(group) << why;
+  EXPECT_EQ(group->templ, GroupTemplate::kComposite);
+  EXPECT_EQ(group->row_norm.kind, RowNorm::kRmsNorm);
+  EXPECT_EQ(group->row_norm.input, 0);  // %x
+  EXPECT_EQ(group->anchor, Nodes(g, {4})[0]);
+  EXPECT_EQ(OpsCounted(g, all), 3u);
+  const std::vector<PlanChange> changes =
+      ChangesFromGreedy(g, {{all, {}}}, {{Nodes(g, {0, 1, 2, 3}), {}}, {Nodes(g, {4, 5}), {}}}, 1);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].fusion, "RMS norm row kernel");
+  // The ONNX import rebuilds layer norms only: an RMS norm stays as written.
+  int fused = -1;
+  FuseDecomposedLayerNorms(g, {}, &fused);
+  EXPECT_EQ(fused, 0);
+}
+
 // The import's rewrite (ir/layer_norm_pattern.h) takes the same chain, in either spelling.
 TEST(LayerNormOpByOp, TheImportRebuildsBothSpellingsAsOneLayerNorm) {
   for (const char* square : {"power(%2, 2f)", "multiply(%2, %2)"}) {

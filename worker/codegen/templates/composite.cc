@@ -4,6 +4,7 @@
 //   softmax:    m = max(row); row = exp(row - m), s = sum(row); out = epilogue(row * (1/s))
 //   layer_norm: mean = sum(row)/n; inv = rsqrt(sum((row-mean)^2)/n + eps);
 //               out = epilogue((row - mean) * inv * gamma + beta)
+//   RMS norm:   the same with mean = 0, one pass before the writes (written op by op only)
 // Each pass is vectorized along the row with a vector accumulator (acc[l % W]) and a horizontal
 // combine. Rows along an inner axis (axis not last) are read with a stride (gathers).
 // online=1 gathers a row's statistics in one pass instead of two, then writes the outputs:
@@ -55,13 +56,17 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
                             const std::string& name) {
   GroupKernel gk(graph, group, name);
   const Value& anchor = graph.value(group.anchor);
-  // A softmax or layer norm written op by op (ir/norm_pattern.h) is nn.softmax or nn.layer_norm
-  // (unscaled, unshifted) of its input: the anchor is its division, and the steps before it are
-  // this kernel's passes.
+  // A softmax, layer norm or RMS norm written op by op (ir/norm_pattern.h) is nn.softmax,
+  // nn.layer_norm (unscaled, unshifted) or a layer norm that takes no mean, of its input: the
+  // anchor is its output, and the steps before it are this kernel's passes.
   const bool op_by_op = group.NormWrittenOpByOp();
-  const std::string op = op_by_op ? std::string(group.row_norm.Op()) : anchor.op->name;
-  const bool softmax = op == "nn.softmax";
-  if (!softmax && op != "nn.layer_norm") throw UserError(fmt::format("no row kernel for {}", op));
+  const std::string op = op_by_op ? std::string(group.row_norm.Name()) : anchor.op->name;
+  if (!op_by_op && op != "nn.softmax" && op != "nn.layer_norm")
+    throw UserError(fmt::format("no row kernel for {}", op));
+  const bool softmax = op_by_op ? group.row_norm.kind == RowNorm::kSoftmax : op == "nn.softmax";
+  const bool centred = !op_by_op || group.row_norm.kind != RowNorm::kRmsNorm;
+  if (!centred && knobs.online)
+    throw UserError("schedule knob online=1: an RMS norm's statistics are one pass already");
   const ValueId input = op_by_op ? group.row_norm.input : anchor.inputs.at(0);
   const Shape& shape = graph.value(input).type.shape;
   const int rank = static_cast<int>(shape.size());
@@ -274,11 +279,15 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
           kir::Store(s1, kir::Int(0),
                      kir::Eval(Bin(ScalarOp::kAdd, F(1), mean_d), {scalar(s1), scalar(shift)})));
     } else {
-      reduce_pass(0.0, SumCombine(), true, row_value, s1);
-      stmts.push_back(
-          kir::Store(s1, kir::Int(0), kir::Eval(Bin(ScalarOp::kDiv, F(0), n), {scalar(s1)})));
+      if (centred) {
+        reduce_pass(0.0, SumCombine(), true, row_value, s1);
+        stmts.push_back(
+            kir::Store(s1, kir::Int(0), kir::Eval(Bin(ScalarOp::kDiv, F(0), n), {scalar(s1)})));
+      } else {
+        stmts.push_back(kir::Store(s1, kir::Int(0), fconst(0.0)));  // an RMS norm takes no mean
+      }
       reduce_pass(
-          0.0, SumCombine(), false,
+          0.0, SumCombine(), /*fill=*/!centred,
           [&](KExpr l) {
             return kir::Eval(square_dev, {row_value(l), scalar(s1)});
           },
