@@ -54,9 +54,8 @@ class Matcher {
   }
 
  private:
-  // `v` is a binary op (`op`, when given) of a `want` node `a` and some `b`, in either order.
-  bool Split(ValueId v, const char* want, ValueId* a, ValueId* b, const char* op = nullptr) const {
-    if (op && !g_.IsOp(v, op)) return false;
+  // `v` is a binary op of a `want` node `a` and some `b`, in either order.
+  bool Split(ValueId v, const char* want, ValueId* a, ValueId* b) const {
     const Value& value = g_.value(v);
     if (value.kind != ValueKind::kNode || value.inputs.size() != 2) return false;
     for (int i = 0; i < 2; ++i) {

@@ -5,6 +5,8 @@
 //   m = mean(x, axis=-1, keepdims)   d = x - m        v = mean(d * d, axis=-1, keepdims)
 //   y = d / sqrt(v + eps)            out = y * gamma + beta
 //
+// (d squared as a power too, y as d * rsqrt(v + eps) too: ir/norm_pattern.h's matcher, the one
+// the search's row kernels use.)
 // nine ops whose fusion no rule gets right (d is read by the variance and by the division, and
 // two reductions never share a kernel), where the catalog has one row kernel for all of it. ONNX
 // Runtime does the same rewrite (LayerNormFusion). The result is exact in the reference's terms:

@@ -24,11 +24,12 @@
 // stored, under RecomputableMembers' rules: x - mean inside both a layer norm's variance and its
 // division.
 //
-// Softmaxes and layer norms written op by op (ir/norm_pattern.h) hold two reductions, so the walk
-// never grows them either: each is offered as its core (the ops up to the division), with the
-// private element-wise producers of its input (those only it reads, nearest first), with the
-// private element-wise consumers of its division (a layer norm's scale and shift), and with both,
-// within the size bound, where the core counts as two ops (OpsCounted).
+// Softmaxes and layer norms written op by op (ir/norm_pattern.h) hold two reductions, and an RMS
+// norm's one reduction is read with its input, so the walk never grows them either: each is
+// offered as its core (the ops up to its output), with the private element-wise producers of its
+// input (those only it reads, nearest first), with the private element-wise consumers of its
+// output (a layer norm's scale and shift), and with both, within the size bound, where the core
+// counts as two ops (OpsCounted).
 //
 // Attention groups (ir/attention_pattern.h) hold three anchors, so the walk never grows them
 // either. For each chain batch_matmul -> scale/mask -> softmax -> batch_matmul the core is offered
@@ -224,7 +225,7 @@ class Enumerator {
         if (!Inlinable(v) || !PrivateTo(v, readers)) break;
         before.push_back(v);
       }
-      // The division's consumers while each is element-wise and the one reader of the last.
+      // The output's consumers while each is element-wise and the one reader of the last.
       std::vector<ValueId> after;
       for (ValueId v = norm.output; core_ops + after.size() < max_size;) {
         const std::vector<ValueId>& users = g_.Users(v);

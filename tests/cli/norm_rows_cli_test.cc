@@ -101,12 +101,14 @@ TEST(NormRowsCli, ALayerNormWithItsScaleAndShiftAsOneKernelRunsAndIsChecked) {
 }
 
 // At the examples' sizes the row kernels win (2-3x over the rules' kernels): each flag takes them
-// out of the request.
+// out of the request. The layer norm's runs leave out recomputation, whose plan (2x) a loaded
+// core's figures could rank above the row kernel's (2.7x), so the first run could fail for it.
 TEST(NormRowsCli, TheirFlagsKeepBothReductionsApart) {
   EXPECT_TRUE(OneKernelHoldsBoth("softmax_decomposed.relay", "", "%0", "%3"));
   EXPECT_FALSE(OneKernelHoldsBoth("softmax_decomposed.relay", "--no-softmax-rows", "%0", "%3"));
-  EXPECT_TRUE(OneKernelHoldsBoth("layer_norm_ops.relay", "", "%0", "%3"));
-  EXPECT_FALSE(OneKernelHoldsBoth("layer_norm_ops.relay", "--no-layer-norm-rows", "%0", "%3"));
+  EXPECT_TRUE(OneKernelHoldsBoth("layer_norm_ops.relay", "--no-recompute", "%0", "%3"));
+  EXPECT_FALSE(OneKernelHoldsBoth("layer_norm_ops.relay", "--no-recompute --no-layer-norm-rows",
+                                  "%0", "%3"));
 }
 
 }  // namespace

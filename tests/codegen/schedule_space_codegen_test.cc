@@ -124,6 +124,21 @@ TEST(ScheduleSpaceCodegen, CompositeSchedulesAllMatchTheInterpreter) {
        {},
        kAccum,
        GroupTemplate::kComposite},
+      // A layer norm and an RMS norm written op by op (ir/norm_pattern.h), with their weights.
+      {"fn (%x: Tensor[(5, 70), float32], %g: Tensor[(70), float32]) {\n"
+       "  %0 = mean(%x, axis=[-1], keepdims=True);\n  %1 = subtract(%x, %0);\n"
+       "  %2 = power(%1, 2f);\n  %3 = mean(%2, axis=[-1], keepdims=True);\n"
+       "  %4 = add(%3, 1e-5f);\n  %5 = sqrt(%4);\n  %6 = divide(%1, %5);\n  multiply(%6, %g)\n}",
+       {},
+       kAccum,
+       GroupTemplate::kComposite},
+      {"fn (%x: Tensor[(3, 7, 45), float32], %w: Tensor[(45), float32]) {\n"
+       "  %0 = multiply(%x, %x);\n  %1 = mean(%0, axis=[2], keepdims=True);\n"
+       "  %2 = add(%1, 1e-6f);\n  %3 = rsqrt(%2);\n  %4 = multiply(%3, %x);\n"
+       "  multiply(%4, %w)\n}",
+       {},
+       kAccum,
+       GroupTemplate::kComposite},
   };
   for (const Case& c : cases) EXPECT_GE(ExpectWholeSpaceMatches(c), 4u) << c.relay;
 }

@@ -148,7 +148,7 @@ class Client:
         norm_fold (False: never fold a layer norm into the matmul that reads it),
         recompute (False: never recompute a cheap op inside each kernel that reads it),
         softmax_rows (False: never compute a softmax written op by op as one row kernel),
-        layer_norm_rows (False: the same for a layer norm written op by op),
+        layer_norm_rows (False: the same for a layer norm or RMS norm written op by op),
         warm_start ("search", "only": time the nearest tuned size's plan and stop, "cold").
         """
         timeout = options.pop("timeout", None)
