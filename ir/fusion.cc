@@ -363,7 +363,7 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
   if (row_norm) {
     group.templ = GroupTemplate::kComposite;
     Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);
-    // The prologue is what computes x; the steps between x and the division are the kernel's.
+    // The prologue is what computes x; the steps between x and the output are the kernel's.
     const ValueId x = row_norm->input;
     if (in_group.count(x)) {
       prologue.insert(x);
@@ -372,7 +372,7 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     for (ValueId v : group.nodes) {
       if (!steps.count(v) && v != group.anchor && !prologue.count(v) && !epilogue.count(v))
         return Reject(why_not, fmt::format("{} is neither before the {}'s input nor after "
-                                           "its division",
+                                           "its output",
                                            g.RefName(v), row_norm->Name()));
     }
     for (ValueId v : epilogue)

@@ -38,12 +38,12 @@
 // A layer norm written op by op: its x - mean, read by both the variance and the division, is
 // computed in both kernels and never written. Formed only by the search.
 //
-// A softmax or layer norm written op by op (kComposite with `row_norm` set, ir/norm_pattern.h):
-// two reductions over one axis and the steps around them, which share nn.softmax's or
-// nn.layer_norm's row kernel; the division is the anchor, element-wise producers of x its
-// prologue, element-wise consumers of the division (a layer norm's scale and shift) its epilogue;
-// the steps before the division are never stored, and nothing outside the kernel may read them.
-// Formed only by the search.
+// A softmax, layer norm or RMS norm written op by op (kComposite with `row_norm` set,
+// ir/norm_pattern.h): its reductions over one axis and the steps around them, which share
+// nn.softmax's or nn.layer_norm's row kernel; the norm's output (a division, or a product by a
+// reciprocal root) is the anchor, element-wise producers of x its prologue, element-wise consumers
+// of the output (a layer norm's scale and shift) its epilogue; the steps before the output are
+// never stored, and nothing outside the kernel may read them. Formed only by the search.
 //
 // Attention (kAttention, ir/attention_pattern.h): batch_matmul -> element-wise steps (scale,
 // mask) -> softmax over the last axis -> batch_matmul, with inlinable producers of Q, K and V,
@@ -86,7 +86,7 @@ struct FusedGroup {
   ValueId norm = -1;
   // Members computed here but stored by no group (see above), ascending; never in `outputs`.
   std::vector<ValueId> recompute;
-  // kComposite groups of a softmax or layer norm written op by op only (`anchor` is its division).
+  // kComposite groups of a norm written op by op only (`anchor` is its output).
   NormOpByOp row_norm;
 
   bool Horizontal() const { return !parts.empty(); }

@@ -108,8 +108,8 @@ std::vector<Schedule> ScheduleSpace(const Graph& graph, const FusedGroup& group,
   // quarter-width vectors (fewer masked lanes on short rows); double width (two registers per
   // step: more accumulator chains for reductions, an unroll for element-wise); plain row order
   // for element-wise kernels that transpose (the default tiles them); a row kernel's statistics
-  // in one pass (composite.cc); and at several threads the
-  // serial variants (small kernels can lose more to the pool's hand-off than they gain).
+  // in one pass (composite.cc); and at several threads the serial variants (small kernels can
+  // lose more to the pool's hand-off than they gain).
   std::vector<Schedule> space = {Schedule{}, Knobs({{"vector", 8}}), Knobs({{"vector", 32}}),
                                  Knobs({{"vector", 4}})};
   if (group.templ == GroupTemplate::kElementwise && HasOp(graph, group, "transpose"))
