@@ -40,12 +40,12 @@ ScalarExpr Bin(ScalarOp op, ScalarExpr a, ScalarExpr b) {
 }
 ScalarExpr MaxCombine() { return sx::Select(Bin(ScalarOp::kGt, F(1), F(0)), F(1), F(0)); }
 ScalarExpr SumCombine() { return Bin(ScalarOp::kAdd, F(0), F(1)); }
-// The online softmax's step (sum, max, x) -> the new sum: exp(min - max) is exp(x - m) when x is
-// not above the running max m, else the factor that rescales the sum to the new max x.
+// The online softmax's step (sum, x, -, max) -> the new sum: exp(min - max) is exp(x - m) when x
+// is not above the running max m, else the factor that rescales the sum to the new max x.
 ScalarExpr OnlineSumStep() {
-  ScalarExpr e = sx::Unary(ScalarOp::kExp, Bin(ScalarOp::kSub, Bin(ScalarOp::kMin, F(1), F(2)),
-                                               Bin(ScalarOp::kMax, F(1), F(2))));
-  return sx::Select(Bin(ScalarOp::kGt, F(2), F(1)),
+  ScalarExpr e = sx::Unary(ScalarOp::kExp, Bin(ScalarOp::kSub, Bin(ScalarOp::kMin, F(1), F(3)),
+                                               Bin(ScalarOp::kMax, F(1), F(3))));
+  return sx::Select(Bin(ScalarOp::kGt, F(1), F(3)),
                     Bin(ScalarOp::kAdd, Bin(ScalarOp::kMul, F(0), e), sx::Const(1.0)),
                     Bin(ScalarOp::kAdd, F(0), e));
 }
@@ -143,6 +143,26 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
     stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
     combine_lanes(init, combine, dst);
   };
+  // The one-pass forms: acc and sums start at their inits; for l: (row[l] = x(l)); then
+  // sums[l % w] = sums_step(sums, x(l), extra, acc), then acc[l % w] = acc_step(acc, x(l), extra):
+  // the sums' step sees acc as it was before the element.
+  auto paired_pass = [&](double acc_init, double sums_init, const ScalarExpr& sums_step,
+                         const ScalarExpr& acc_step, const KExpr& extra) {
+    const int l0 = gk.Var("l");
+    stmts.push_back(kir::For(l0, w, vec,
+                             kir::Block({kir::Store(acc, kir::Var(l0), fconst(acc_init)),
+                                         kir::Store(sums, kir::Var(l0), fconst(sums_init))}),
+                             w));
+    const int l = gk.Var("l");
+    KExpr slot = kir::Mod(kir::Var(l), kir::Int(w));
+    std::vector<KStmt> body;
+    if (fill_row) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
+    KExpr v = row_value(kir::Var(l));
+    body.push_back(kir::Store(
+        sums, slot, kir::Eval(sums_step, {kir::Load(sums, slot), v, extra, kir::Load(acc, slot)})));
+    body.push_back(kir::Store(acc, slot, kir::Eval(acc_step, {kir::Load(acc, slot), v, extra})));
+    stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
+  };
   auto store_outputs = [&](const std::function<KExpr(KExpr)>& normalised) {
     const int l = gk.Var("l");
     KExpr value = normalised(kir::Var(l));
@@ -159,21 +179,7 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
     // Pass 1: per lane the running max (acc) and the sum rescaled to it (sums). The lowest
     // finite float starts the max, so a row's -inf entries add exp(-inf) = 0 to the sum.
     const double lowest = std::numeric_limits<float>::lowest();
-    const int l0 = gk.Var("l");
-    stmts.push_back(kir::For(l0, w, vec,
-                             kir::Block({kir::Store(acc, kir::Var(l0), fconst(lowest)),
-                                         kir::Store(sums, kir::Var(l0), fconst(0.0))}),
-                             w));
-    const int l = gk.Var("l");
-    KExpr slot = kir::Mod(kir::Var(l), kir::Int(w));
-    std::vector<KStmt> body;
-    if (fill_row) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
-    KExpr v = row_value(kir::Var(l));
-    body.push_back(kir::Store(
-        sums, slot, kir::Eval(OnlineSumStep(), {kir::Load(sums, slot), kir::Load(acc, slot), v})));
-    body.push_back(kir::Store(
-        acc, slot, kir::Eval(Bin(ScalarOp::kMax, F(0), F(1)), {kir::Load(acc, slot), v})));
-    stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
+    paired_pass(lowest, 0.0, OnlineSumStep(), Bin(ScalarOp::kMax, F(0), F(1)), fconst(0.0));
     // M = the lanes' max (combined in a copy: the lanes' own maxima rescale their sums), then
     // S = sum over the lanes of s * exp(m - M).
     const int c = gk.Var("l");
@@ -246,24 +252,9 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
           kir::Store(shift, kir::Int(0),
                      kir::Eval(Bin(ScalarOp::kDiv, F(0), sx::Const(static_cast<double>(head))),
                                {scalar(shift)})));
-      const int l0 = gk.Var("l");
-      stmts.push_back(kir::For(l0, w, vec,
-                               kir::Block({kir::Store(acc, kir::Var(l0), fconst(0.0)),
-                                           kir::Store(sums, kir::Var(l0), fconst(0.0))}),
-                               w));
-      const int l = gk.Var("l");
-      KExpr slot = kir::Mod(kir::Var(l), kir::Int(w));
-      std::vector<KStmt> body;
-      if (fill_row) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
-      KExpr v = row_value(kir::Var(l));
-      ScalarExpr d = Bin(ScalarOp::kSub, F(1), F(2));
-      body.push_back(kir::Store(
-          acc, slot,
-          kir::Eval(Bin(ScalarOp::kAdd, F(0), d), {kir::Load(acc, slot), v, scalar(shift)})));
-      body.push_back(kir::Store(sums, slot,
-                                kir::Eval(Bin(ScalarOp::kAdd, F(0), Bin(ScalarOp::kMul, d, d)),
-                                          {kir::Load(sums, slot), v, scalar(shift)})));
-      stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
+      const ScalarExpr d = Bin(ScalarOp::kSub, F(1), F(2));  // x - shift
+      paired_pass(0.0, 0.0, Bin(ScalarOp::kAdd, F(0), Bin(ScalarOp::kMul, d, d)),
+                  Bin(ScalarOp::kAdd, F(0), d), scalar(shift));
       combine_lanes(0.0, SumCombine(), s1);
       stmts.push_back(gk.CombineLanes(sums, w, SumCombine(), fconst(0.0), s2));
       // s2 = sum(d^2)/n - (sum(d)/n)^2 from the sums; then s1 = the mean.
