@@ -1,6 +1,7 @@
 #include "ir/norm_pattern.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ir/op.h"
 
@@ -40,60 +41,117 @@ std::optional<NormOpByOp> MatchSoftmax(const Graph& g, ValueId division) {
   if (!max_axis || max_axis != sum_axis) return std::nullopt;
   s.axis = *max_axis;
   s.steps = {max, shifted, exp, sum};
+  // x - max and its exp over whole rows keep x's shape (the reductions' 1 broadcast back).
+  for (ValueId v : {shifted, exp})
+    if (g.value(v).type.shape != g.value(s.input).type.shape) return std::nullopt;
   return s;
 }
 
-// y = d / sqrt(t) or d * rsqrt(t) (either order), t = mean(d²) + eps (eps a scalar constant,
-// either side); d = x - mean(x) for a layer norm, d = x for an RMS norm.
+// A mean over one kept axis as exporters write it: mean(a), sum(a) * (1/n) (either order) or
+// sum(a) / n, n the axis's extent. `ops` holds its nodes, the reduction first.
+struct RowMean {
+  ValueId of = -1;  // a
+  int axis = 0;
+  std::vector<ValueId> ops;
+};
+
+std::optional<RowMean> MatchRowMean(const Graph& g, ValueId v) {
+  if (g.IsOp(v, "mean")) {
+    const std::optional<int> axis = KeptSingleAxis(g, v);
+    if (!axis) return std::nullopt;
+    return RowMean{g.value(v).inputs[0], *axis, {v}};
+  }
+  const bool times = g.IsOp(v, "multiply"), over = g.IsOp(v, "divide");
+  if (!times && !over) return std::nullopt;
+  for (int i = 0; i < (times ? 2 : 1); ++i) {
+    const ValueId sum = g.value(v).inputs[i];
+    const std::optional<double> c = ScalarConst(g, g.value(v).inputs[1 - i]);
+    if (!c || !g.IsOp(sum, "sum")) continue;
+    const std::optional<int> axis = KeptSingleAxis(g, sum);
+    if (!axis) continue;
+    const ValueId a = g.value(sum).inputs[0];
+    const double n = static_cast<double>(g.value(a).type.shape[*axis]);
+    // 1/n as a float32 constant is within half an ulp of it.
+    if (std::abs((times ? *c * n : n / *c) - 1.0) > 1e-6) continue;
+    return RowMean{a, *axis, {sum, v}};
+  }
+  return std::nullopt;
+}
+
+// The root of `t` in the norm's output: y = d / sqrt(t), d * rsqrt(t) or d * (1 / sqrt(t)) (the
+// products either order; the last is PyTorch's ONNX export of rsqrt). `root` receives its
+// nodes, innermost first.
+std::optional<ValueId> MatchRoot(const Graph& g, ValueId output, std::vector<ValueId>& root,
+                                 ValueId& d) {
+  const Value& out = g.value(output);
+  if (g.IsOp(output, "divide") && g.IsOp(out.inputs[1], "sqrt")) {
+    d = out.inputs[0];
+    root = {out.inputs[1]};
+    return g.value(out.inputs[1]).inputs[0];
+  }
+  if (!g.IsOp(output, "multiply")) return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    const ValueId r = out.inputs[i];
+    d = out.inputs[1 - i];
+    if (g.IsOp(r, "rsqrt")) {
+      root = {r};
+      return g.value(r).inputs[0];
+    }
+    const Value& rv = g.value(r);
+    if (g.IsOp(r, "divide") && ScalarConst(g, rv.inputs[0]) == 1.0 &&
+        g.IsOp(rv.inputs[1], "sqrt")) {
+      root = {rv.inputs[1], r};
+      return g.value(rv.inputs[1]).inputs[0];
+    }
+  }
+  return std::nullopt;
+}
+
+// y = d / sqrt(t) (or a root's reciprocal times d, MatchRoot), t = mean(d²) + eps (eps a scalar
+// constant, either side; the mean as MatchRowMean takes it); d = x - mean(x) for a layer norm,
+// d = x for an RMS norm.
 std::optional<NormOpByOp> MatchLayerNorm(const Graph& g, ValueId output) {
   NormOpByOp n;
   n.output = output;
-  const Value& out = g.value(output);
-  ValueId d = -1, root = -1;
-  if (g.IsOp(output, "divide") && g.IsOp(out.inputs[1], "sqrt")) {
-    d = out.inputs[0];
-    root = out.inputs[1];
-  } else if (g.IsOp(output, "multiply")) {
-    for (int i = 0; i < 2 && root < 0; ++i)
-      if (g.IsOp(out.inputs[i], "rsqrt")) {
-        root = out.inputs[i];
-        d = out.inputs[1 - i];
-      }
-  }
-  if (root < 0) return std::nullopt;
-  const ValueId plus_eps = g.value(root).inputs[0];
-  if (!g.IsOp(plus_eps, "add")) return std::nullopt;
-  ValueId var = -1;
-  for (int i = 0; i < 2 && var < 0; ++i) {
-    const ValueId a = g.value(plus_eps).inputs[i], b = g.value(plus_eps).inputs[1 - i];
-    if (const std::optional<double> eps = ScalarConst(g, b); eps && g.IsOp(a, "mean")) {
-      var = a;
+  std::vector<ValueId> root;
+  ValueId d = -1;
+  const std::optional<ValueId> plus_eps = MatchRoot(g, output, root, d);
+  if (!plus_eps || !g.IsOp(*plus_eps, "add")) return std::nullopt;
+  std::optional<RowMean> var;
+  for (int i = 0; i < 2 && !var; ++i) {
+    const ValueId a = g.value(*plus_eps).inputs[i], b = g.value(*plus_eps).inputs[1 - i];
+    if (const std::optional<double> eps = ScalarConst(g, b)) {
+      var = MatchRowMean(g, a);
       n.epsilon = *eps;
     }
   }
-  if (var < 0) return std::nullopt;
-  const ValueId square = g.value(var).inputs[0];
+  if (!var) return std::nullopt;
+  const ValueId square = var->of;
   const Value& sq = g.value(square);
   const bool squares_d =
       (g.IsOp(square, "multiply") && sq.inputs[0] == d && sq.inputs[1] == d) ||
       (g.IsOp(square, "power") && sq.inputs[0] == d && ScalarConst(g, sq.inputs[1]) == 2.0);
   if (!squares_d) return std::nullopt;
-  const std::optional<int> var_axis = KeptSingleAxis(g, var);
-  if (!var_axis) return std::nullopt;
-  n.axis = *var_axis;
+  n.axis = var->axis;
   // x - mean(x) over the same axis: a layer norm; anything else squared is an RMS norm of itself.
-  const bool centred = g.IsOp(d, "subtract") && g.IsOp(g.value(d).inputs[1], "mean") &&
-                       g.value(g.value(d).inputs[1]).inputs[0] == g.value(d).inputs[0] &&
-                       KeptSingleAxis(g, g.value(d).inputs[1]) == var_axis;
-  if (centred) {
-    n.kind = RowNorm::kLayerNorm;
-    n.input = g.value(d).inputs[0];
-    n.steps = {g.value(d).inputs[1], d, square, var, plus_eps, root};
-  } else {
-    n.kind = RowNorm::kRmsNorm;
-    n.input = d;
-    n.steps = {square, var, plus_eps, root};
+  std::optional<RowMean> centre;
+  if (g.IsOp(d, "subtract")) {
+    centre = MatchRowMean(g, g.value(d).inputs[1]);
+    if (centre && (centre->of != g.value(d).inputs[0] || centre->axis != n.axis)) centre.reset();
   }
+  n.kind = centre ? RowNorm::kLayerNorm : RowNorm::kRmsNorm;
+  n.input = centre ? centre->of : d;
+  if (centre) {
+    n.steps = centre->ops;
+    n.steps.push_back(d);
+  }
+  n.steps.push_back(square);
+  n.steps.insert(n.steps.end(), var->ops.begin(), var->ops.end());
+  n.steps.push_back(*plus_eps);
+  n.steps.insert(n.steps.end(), root.begin(), root.end());
+  // The steps over whole rows keep x's shape (the reductions' 1 broadcast back).
+  for (ValueId v : {d, square})
+    if (g.value(v).type.shape != g.value(n.input).type.shape) return std::nullopt;
   return n;
 }
 
@@ -125,15 +183,8 @@ std::optional<NormOpByOp> MatchNormOpByOp(const Graph& g, ValueId output) {
   if (!n) return std::nullopt;
   const TensorType& x = g.value(n->input).type;
   if (x.dtype != DType::kFloat32 || x.rank() == 0) return std::nullopt;
-  // The steps over whole rows (x - max and its exp; x - mean and its square; x's square) keep x's
-  // shape (the reductions' 1 broadcast back), and so does y: it is the normalisation of x.
-  std::vector<ValueId> whole_rows = {output};
-  if (n->kind == RowNorm::kRmsNorm)
-    whole_rows.push_back(n->steps[0]);
-  else
-    whole_rows.insert(whole_rows.end(), {n->steps[1], n->steps[2]});
-  for (ValueId v : whole_rows)
-    if (g.value(v).type.shape != x.shape) return std::nullopt;
+  // y is the normalisation of x: it keeps x's shape.
+  if (g.value(output).type.shape != x.shape) return std::nullopt;
   return n;
 }
 

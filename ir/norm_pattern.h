@@ -17,6 +17,8 @@
 //     t = add(v, eps)                          eps a scalar constant, either side
 //     r = sqrt(t)
 //     y = divide(d, r)                         or r = rsqrt(t), y = multiply(d, r)
+//   (each mean also as sum(a) * (1/n) or sum(a) / n, n the axis's extent, as hand-written norms
+//   have it; and the reciprocal root also as divide(1f, sqrt(t)), PyTorch's ONNX export of rsqrt)
 //
 //   RMS norm without its scale (T5, LLaMA): the layer norm's steps with d = x, no mean taken
 //

@@ -302,7 +302,8 @@ TEST(GroupCodegen, LayerNormWrittenOpByOpIsOneRowKernel) {
 }
 
 // An RMS norm and TensorFlow's layer norm (the reciprocal root times the deviation) written op
-// by op, as one row kernel over the last axis and an inner one.
+// by op, and the other spellings of a root and a mean, as one row kernel over the last axis and
+// an inner one.
 TEST(GroupCodegen, RmsNormAndReciprocalRootNormsAreOneRowKernel) {
   for (const std::string axis : {"2", "1"}) {
     const std::string rms =
@@ -325,6 +326,26 @@ TEST(GroupCodegen, RmsNormAndReciprocalRootNormsAreOneRowKernel) {
         "], keepdims=True);\n"
         "  %4 = add(%3, 1e-3f);\n  %5 = rsqrt(%4);\n  multiply(%5, %1)\n}";
     ExpectMatch(tf, {{"0", "1", "2", "3", "4", "5", "6"}}, kAccum);
+    // PyTorch's ONNX export of rsqrt (1 / sqrt), and means as a sum over n and times 1/n.
+    const std::string onnx_rms =
+        "fn (%x: Tensor[(3, 7, 45), float32]) {\n"
+        "  %0 = multiply(%x, %x);\n  %1 = mean(%0, axis=[" +
+        axis +
+        "], keepdims=True);\n"
+        "  %2 = add(%1, 1e-6f);\n  %3 = sqrt(%2);\n  %4 = divide(1f, %3);\n"
+        "  multiply(%x, %4)\n}";
+    ExpectMatch(onnx_rms, {{"0", "1", "2", "3", "4", "5"}}, kAccum);
+    const std::string n = axis == "2" ? "45" : "7";
+    const std::string sums =
+        "fn (%x: Tensor[(3, 7, 45), float32]) {\n"
+        "  %0 = sum(%x, axis=[" +
+        axis + "], keepdims=True);\n  %1 = divide(%0, " + n +
+        "f);\n  %2 = subtract(%x, %1);\n  %3 = multiply(%2, %2);\n"
+        "  %4 = sum(%3, axis=[" +
+        axis + "], keepdims=True);\n  %5 = multiply(%4, " +
+        (axis == "2" ? "0.0222222228f" : "0.142857149f") +
+        ");\n  %6 = add(%5, 1e-5f);\n  %7 = sqrt(%6);\n  divide(%2, %7)\n}";
+    ExpectMatch(sums, {{"0", "1", "2", "3", "4", "5", "6", "7", "8"}}, kAccum);
   }
 }
 

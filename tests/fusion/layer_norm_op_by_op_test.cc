@@ -1,8 +1,9 @@
 // A layer norm written op by op (ir/norm_pattern.h): mean, subtract, square, mean, add eps, sqrt
-// and divide are one kComposite group, with element-wise producers of x (a residual add) and
-// consumers of the division (its scale and shift); the seven count as two ops against the size
-// bound; what is not a layer norm or needs a step stored is refused with the reason. ONNX imports
-// rebuild the same chain as nn.layer_norm (ir/layer_norm_pattern.h).
+// and divide (and the other spellings of a mean and a root) are one kComposite group, with
+// element-wise producers of x (a residual add) and consumers of the division (its scale and shift);
+// the seven count as two ops against the size bound; what is not a layer norm or needs a step
+// stored is refused with the reason. ONNX imports rebuild the same chain as nn.layer_norm
+// (ir/layer_norm_pattern.h).
 #include <gtest/gtest.h>
 
 #include "ir/fusion.h"
@@ -119,6 +120,42 @@ TEST(LayerNormOpByOp, TheReciprocalRootTimesTheDeviationIsTheSameNorm) {
   EXPECT_EQ(group->anchor, Nodes(g, {6})[0]);
 }
 
+// Means written as a sum times 1/n or over n (hand-written norms), for the centre and the
+// variance alike: the same layer norm, its two extra ops steps of the row kernel.
+TEST(LayerNormOpByOp, MeansAsASumTimesOneOverNOrOverNAreTheSameNorm) {
+  auto norm = [](const std::string& scale) {
+    return ParseRelay(R"(fn (%x: Tensor[(6, 45), float32]) {
+  %0 = sum(%x, axis=[1], keepdims=True);
+  %1 = divide(%0, 45f);
+  %2 = subtract(%x, %1);
+  %3 = multiply(%2, %2);
+  %4 = sum(%3, axis=[-1], keepdims=True);
+  %5 = )" + scale + R"(;
+  %6 = add(%5, 1e-5f);
+  %7 = sqrt(%6);
+  divide(%2, %7)
+})",
+                      "t");
+  };
+  for (const std::string scale : {"multiply(0.0222222228f, %4)", "multiply(%4, 0.0222222228f)"}) {
+    const Graph g = norm(scale);
+    const std::vector<ValueId> all = Nodes(g, {0, 1, 2, 3, 4, 5, 6, 7, 8});
+    std::string why;
+    auto group = AnalyzeGroup(g, all, &why);
+    ASSERT_TRUE(group) << scale << ": " << why;
+    EXPECT_EQ(group->row_norm.kind, RowNorm::kLayerNorm);
+    EXPECT_EQ(group->row_norm.input, 0);  // %x
+    EXPECT_EQ(group->row_norm.axis, 1);
+    EXPECT_EQ(group->anchor, Nodes(g, {8})[0]);
+    EXPECT_EQ(OpsCounted(g, all), 2u);
+  }
+  // A scale that is not 1/n is no mean: the two sums stay two reductions.
+  const Graph off = norm("multiply(%4, 0.0217f)");
+  EXPECT_NE(WhyNot(off, Nodes(off, {0, 1, 2, 3, 4, 5, 6, 7, 8})).find("two anchors"),
+            std::string::npos);
+  EXPECT_TRUE(FindNormOpByOp(off).empty());
+}
+
 // An RMS norm (T5, LLaMA): x * rsqrt(mean(x²) + eps) * w. One reduction, but its output is
 // read with x again, so the rules' reduction kernel cannot take the product: two kernels, x read
 // twice.
@@ -149,6 +186,34 @@ TEST(LayerNormOpByOp, AnRmsNormIsOneRowKernelWithItsWeight) {
   int fused = -1;
   FuseDecomposedLayerNorms(g, {}, &fused);
   EXPECT_EQ(fused, 0);
+}
+
+// PyTorch's ONNX export has no rsqrt: LLaMA's norm arrives as x * (1 / sqrt(mean(x²) + eps)),
+// the reciprocal a division of the constant 1 (ONNX's Reciprocal imports as the same).
+TEST(LayerNormOpByOp, TheReciprocalOfTheRootAsADivisionOfOneIsTheSameNorm) {
+  auto rms = [](const std::string& one) {
+    return ParseRelay(R"(fn (%x: Tensor[(6, 45), float32], %w: Tensor[(45), float32]) {
+  %0 = power(%x, 2f);
+  %1 = mean(%0, axis=[-1], keepdims=True);
+  %2 = add(%1, 1e-6f);
+  %3 = sqrt(%2);
+  %4 = divide()" + one + R"(, %3);
+  %5 = multiply(%x, %4);
+  multiply(%5, %w)
+})",
+                      "t");
+  };
+  const Graph g = rms("1f");
+  const std::vector<ValueId> all = Nodes(g, {0, 1, 2, 3, 4, 5, 6});
+  std::string why;
+  auto group = AnalyzeGroup(g, all, &why);
+  ASSERT_TRUE(group) << why;
+  EXPECT_EQ(group->row_norm.kind, RowNorm::kRmsNorm);
+  EXPECT_EQ(group->anchor, Nodes(g, {5})[0]);
+  EXPECT_FLOAT_EQ(static_cast<float>(group->row_norm.epsilon), 1e-6f);
+  EXPECT_EQ(OpsCounted(g, all), 3u);
+  // 2 / sqrt(t) is twice the norm: not this op.
+  EXPECT_TRUE(FindNormOpByOp(rms("2f")).empty());
 }
 
 // The import's rewrite (ir/layer_norm_pattern.h) takes the same chain, in either spelling.

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "ir/fusion.h"
 #include "ir/interpreter.h"
+#include "ir/norm_pattern.h"
 #include "model_builder.h"
 
 namespace fusetune::testing {
@@ -250,6 +252,50 @@ TEST(OnnxLayerNorm, SeveralAxesWithoutBias) {
   std::vector<float> x = Ramp(12);
   std::vector<Tensor> out = Interpret(g, std::vector<Tensor>{F32({2, 2, 3}, x)});
   ExpectNear(Values(out[0]), LayerNormRows(x, 6, gamma, {}, 1e-5), 1e-4);
+}
+
+// LLaMA's RMS norm as PyTorch exports it (ONNX has no Rsqrt: torch.rsqrt is a Reciprocal of a
+// Sqrt, or a Div of 1, by exporter version): the import keeps the ops, and the search's row
+// kernel (ir/norm_pattern.h) takes them as one RMS norm.
+TEST(OnnxRmsNorm, PyTorchsExportIsOneRowKernelForTheSearch) {
+  for (const bool reciprocal : {true, false}) {
+    ModelBuilder m(13);
+    m.Input("x", {2, 4}).Output("y");
+    const std::vector<float> w = {1, 2, 0.5f, -1};
+    m.Initializer("w", {4}, w).Initializer("two", {}, {2}).Initializer("eps", {}, {1e-6f});
+    m.Initializer("one", {}, {1});
+    m.Node("Pow", {"x", "two"}, {"sq"});
+    SetAttr(m.Node("ReduceMean", {"sq"}, {"ms"}), "axes", std::vector<int64_t>{-1});
+    m.Node("Add", {"ms", "eps"}, {"t"});
+    m.Node("Sqrt", {"t"}, {"r"});
+    if (reciprocal)
+      m.Node("Reciprocal", {"r"}, {"inv"});
+    else
+      m.Node("Div", {"one", "r"}, {"inv"});
+    m.Node("Mul", {"x", "inv"}, {"n"});
+    m.Node("Mul", {"n", "w"}, {"y"});
+    Graph g = m.Import();
+    const std::vector<NormOpByOp> norms = FindNormOpByOp(g);
+    ASSERT_EQ(norms.size(), 1u) << reciprocal;
+    EXPECT_EQ(norms[0].kind, RowNorm::kRmsNorm);
+    EXPECT_FLOAT_EQ(static_cast<float>(norms[0].epsilon), 1e-6f);
+    std::vector<ValueId> nodes;
+    for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v)
+      if (g.value(v).kind == ValueKind::kNode) nodes.push_back(v);
+    std::string why;
+    const std::optional<FusedGroup> group = AnalyzeGroup(g, nodes, &why);
+    ASSERT_TRUE(group) << why;
+    EXPECT_EQ(group->templ, GroupTemplate::kComposite);
+    const std::vector<float> x = Ramp(8);
+    std::vector<float> want(8);
+    for (int r = 0; r < 2; ++r) {
+      double ms = 0;
+      for (int j = 0; j < 4; ++j) ms += x[r * 4 + j] * x[r * 4 + j] / 4.0;
+      for (int j = 0; j < 4; ++j)
+        want[r * 4 + j] = static_cast<float>(x[r * 4 + j] / std::sqrt(ms + 1e-6) * w[j]);
+    }
+    ExpectNear(Values(Interpret(g, std::vector<Tensor>{F32({2, 4}, x)})[0]), want);
+  }
 }
 
 TEST(OnnxReduce, ReduceMeanAxesAttributeKeepsDims) {

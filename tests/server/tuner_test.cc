@@ -679,16 +679,17 @@ TEST_F(TunerTest, AFoldedNormPlanIsStoredAndServedAndNoNormFoldAvoidsIt) {
 }
 
 TEST_F(TunerTest, ARecomputingPlanIsStoredAndServedAndNoRecomputeAvoidsIt) {
-  // A layer norm written op by op, its variance a sum times 1/n (which ir/norm_pattern.h does not
-  // take as one row kernel): x - mean is read by the square and by the division. Under the bytes
-  // model recomputing it in both kernels (never writing it) beats storing it once.
+  // A layer norm written op by op but for its variance, a sum times a constant that is not 1/n
+  // (so no row kernel of ir/norm_pattern.h takes it): x - mean is read by the square and by the
+  // division. Under the bytes model recomputing it in both kernels (never writing it) beats
+  // storing it once.
   const Graph g = ParseRelay(
       R"(fn (%x: Tensor[(64, 96), float32], %g: Tensor[(96), float32], %b: Tensor[(96), float32]) {
   %0 = mean(%x, axis=[1], keepdims=True);
   %1 = subtract(%x, %0);
   %2 = multiply(%1, %1);
   %3 = sum(%2, axis=[1], keepdims=True);
-  %4 = multiply(%3, 0.0104166665f);
+  %4 = multiply(%3, 0.0105f);
   %5 = add(%4, 1e-05f);
   %6 = sqrt(%5);
   %7 = divide(%1, %6);
