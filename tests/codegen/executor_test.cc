@@ -47,8 +47,9 @@ TEST(Executor, PlansAgreeWithInterpreter) {
         PlanExecutor executor(graph, plan, jit, threads);
         EXPECT_EQ(executor.num_kernels(), static_cast<int>(plan.groups.size()));
         // The block's four values between kernels (%0, %1, %3, %4) take turns in two blocks.
-        if (text == kBlock && plan.name == UnfusedPlan(graph).name)
+        if (text == kBlock && plan.name == UnfusedPlan(graph).name) {
           EXPECT_EQ(executor.num_shared_blocks(), 2);
+        }
         executor.SetInputs(inputs);
         executor.Run();
         EXPECT_LT(CompareOutputs(executor.Outputs(), want).max_abs_error, 1e-4)

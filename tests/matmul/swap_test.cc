@@ -170,7 +170,9 @@ TEST(Swap, OfferedForDensesWhoseWeightsAreNotBound) {
   EXPECT_GE(swapped(MatmulScheduleSpace(few_rows, 1, false, true)), 4);
   // Every schedule the space offers compiles and agrees with the reference.
   for (const Schedule& s : space) {
-    if (s.Get("swap", 0) == 1) EXPECT_LT(SwappedError(Dense(64, 96, 80, kBias), s, 2), 1e-3);
+    if (s.Get("swap", 0) == 1) {
+      EXPECT_LT(SwappedError(Dense(64, 96, 80, kBias), s, 2), 1e-3);
+    }
   }
 }
 

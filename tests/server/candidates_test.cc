@@ -136,8 +136,11 @@ TEST(Candidates, RefusedGroupsComeWithThePolicysReason) {
   EXPECT_NE(why[(std::vector<ValueId>{s, e, r})].find("sinks"), std::string::npos)
       << why[(std::vector<ValueId>{s, e, r})];
   // (A set refused as a group that stores what leaves it may be listed recomputing it.)
-  for (const FusedGroup& fg : found)
-    if (fg.recompute.empty()) EXPECT_FALSE(why.count(fg.nodes)) << "listed and refused";
+  for (const FusedGroup& fg : found) {
+    if (fg.recompute.empty()) {
+      EXPECT_FALSE(why.count(fg.nodes)) << "listed and refused";
+    }
+  }
 }
 
 TEST(Candidates, TwoAnchorsNeverShareAGroup) {

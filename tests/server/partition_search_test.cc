@@ -188,7 +188,8 @@ TEST(PartitionSearch, BestAndRunnerUpMatchBruteForceOnRandomDagsWithRandomCosts)
 TEST(PartitionSearch, RecomputesOnlyWhenEveryReaderDoes) {
   const testing::Softmax s = testing::DecomposedSoftmax();
   const std::vector<ValueId> region{s.sub, s.e, s.sum, s.div};
-  const std::vector<CostedGroup> stored{{{s.sub, s.e}, 2.0}, {{s.sum}, 1.0}, {{s.div}, 1.0}};
+  const std::vector<CostedGroup> stored{
+      {{s.sub, s.e}, 2.0, {}}, {{s.sum}, 1.0, {}}, {{s.div}, 1.0, {}}};
   const CostedGroup sum_recomputing{{s.sub, s.e, s.sum}, 1.5, {s.sub, s.e}};
   const CostedGroup div_recomputing{{s.sub, s.e, s.div}, 1.5, {s.sub, s.e}};
   auto with = [&](std::vector<CostedGroup> more) {
@@ -207,7 +208,7 @@ TEST(PartitionSearch, RecomputesOnlyWhenEveryReaderDoes) {
   EXPECT_EQ(one.groups, (std::vector<size_t>{0, 1, 2}));
   // A node read outside the region is never left unstored.
   EXPECT_DOUBLE_EQ(FindBestPartition(s.g, {s.sub, s.e, s.sum},
-                                     {{{s.sub, s.e}, 2.0}, {{s.sum}, 1.0}, sum_recomputing})
+                                     {{{s.sub, s.e}, 2.0, {}}, {{s.sum}, 1.0, {}}, sum_recomputing})
                        .cost,
                    3.0);
 }
@@ -221,14 +222,17 @@ TEST(PartitionSearch, PrefersFusedGroupOnlyWhenCheaper) {
   b.SetOutputs({c}, false);
   Graph g = std::move(b).Build();
   std::vector<ValueId> region{a, c};
-  Partition split = FindBestPartition(g, region, {{{a}, 1.0}, {{c}, 1.0}, {{a, c}, 3.0}});
+  Partition split =
+      FindBestPartition(g, region, {{{a}, 1.0, {}}, {{c}, 1.0, {}}, {{a, c}, 3.0, {}}});
   EXPECT_DOUBLE_EQ(split.cost, 2.0);
   EXPECT_EQ(split.groups.size(), 2u);
-  Partition fused = FindBestPartition(g, region, {{{a}, 1.0}, {{c}, 1.0}, {{a, c}, 1.5}});
+  Partition fused =
+      FindBestPartition(g, region, {{{a}, 1.0, {}}, {{c}, 1.0, {}}, {{a, c}, 1.5, {}}});
   EXPECT_DOUBLE_EQ(fused.cost, 1.5);
   ASSERT_EQ(fused.groups.size(), 1u);
   EXPECT_EQ(fused.groups[0], 2u);
-  RankedPartitions ranked = FindBestPartitions(g, region, {{{a}, 1.0}, {{c}, 1.0}, {{a, c}, 1.5}});
+  RankedPartitions ranked =
+      FindBestPartitions(g, region, {{{a}, 1.0, {}}, {{c}, 1.0, {}}, {{a, c}, 1.5, {}}});
   EXPECT_DOUBLE_EQ(ranked.runner_up.cost, 2.0) << "the split plan is what the fused one beat";
   EXPECT_EQ(ranked.runner_up.groups, (std::vector<size_t>{0, 1}));
 }
@@ -246,8 +250,13 @@ TEST(PartitionSearch, RejectsOrdersThatNeedACycle) {
   bld.SetOutputs({d}, false);
   Graph g = std::move(bld).Build();
   std::vector<ValueId> region{a, b, c, d};
-  Partition p = FindBestPartition(
-      g, region, {{{a, d}, 0.1}, {{b, c}, 0.1}, {{a}, 1}, {{b}, 1}, {{c}, 1}, {{d}, 1}});
+  Partition p = FindBestPartition(g, region,
+                                  {{{a, d}, 0.1, {}},
+                                   {{b, c}, 0.1, {}},
+                                   {{a}, 1, {}},
+                                   {{b}, 1, {}},
+                                   {{c}, 1, {}},
+                                   {{d}, 1, {}}});
   EXPECT_DOUBLE_EQ(p.cost, 2.1);
   EXPECT_EQ(p.groups, (std::vector<size_t>{2, 1, 5}));
 }
@@ -259,7 +268,8 @@ TEST(PartitionSearch, NoCoverWhenANodeHasNoValidGroup) {
   ValueId a = b.AddNode("exp", {x}, {});
   b.SetOutputs({a}, false);
   Graph g = std::move(b).Build();
-  EXPECT_FALSE(FindBestPartition(g, {a}, {{{a}, std::numeric_limits<double>::infinity()}}).found());
+  EXPECT_FALSE(
+      FindBestPartition(g, {a}, {{{a}, std::numeric_limits<double>::infinity(), {}}}).found());
 }
 
 }  // namespace
