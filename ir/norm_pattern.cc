@@ -78,52 +78,42 @@ std::optional<RowMean> MatchRowMean(const Graph& g, ValueId v) {
   return std::nullopt;
 }
 
-// The root of `t` in the norm's output: y = d / sqrt(t), d * rsqrt(t) or d * (1 / sqrt(t)) (the
-// products either order; the last is PyTorch's ONNX export of rsqrt). `root` receives its
-// nodes, innermost first.
-std::optional<ValueId> MatchRoot(const Graph& g, ValueId output, std::vector<ValueId>& root,
-                                 ValueId& d) {
+// The norm's output as a deviation d over a root: y = d / sqrt(t), d * rsqrt(t) or
+// d * (1 / sqrt(t)) (the products either order; the last is PyTorch's ONNX export of rsqrt).
+struct RootDivision {
+  ValueId t = -1, d = -1;
+  std::vector<ValueId> ops;  // the root's nodes, innermost first
+};
+
+std::optional<RootDivision> MatchRootDivision(const Graph& g, ValueId output) {
   const Value& out = g.value(output);
-  if (g.IsOp(output, "divide") && g.IsOp(out.inputs[1], "sqrt")) {
-    d = out.inputs[0];
-    root = {out.inputs[1]};
-    return g.value(out.inputs[1]).inputs[0];
-  }
+  if (g.IsOp(output, "divide") && g.IsOp(out.inputs[1], "sqrt"))
+    return RootDivision{g.value(out.inputs[1]).inputs[0], out.inputs[0], {out.inputs[1]}};
   if (!g.IsOp(output, "multiply")) return std::nullopt;
   for (int i = 0; i < 2; ++i) {
-    const ValueId r = out.inputs[i];
-    d = out.inputs[1 - i];
-    if (g.IsOp(r, "rsqrt")) {
-      root = {r};
-      return g.value(r).inputs[0];
-    }
+    const ValueId r = out.inputs[i], d = out.inputs[1 - i];
     const Value& rv = g.value(r);
-    if (g.IsOp(r, "divide") && ScalarConst(g, rv.inputs[0]) == 1.0 &&
-        g.IsOp(rv.inputs[1], "sqrt")) {
-      root = {rv.inputs[1], r};
-      return g.value(rv.inputs[1]).inputs[0];
-    }
+    if (g.IsOp(r, "rsqrt")) return RootDivision{rv.inputs[0], d, {r}};
+    if (g.IsOp(r, "divide") && ScalarConst(g, rv.inputs[0]) == 1.0 && g.IsOp(rv.inputs[1], "sqrt"))
+      return RootDivision{g.value(rv.inputs[1]).inputs[0], d, {rv.inputs[1], r}};
   }
   return std::nullopt;
 }
 
-// y = d / sqrt(t) (or a root's reciprocal times d, MatchRoot), t = mean(d²) + eps (eps a scalar
-// constant, either side; the mean as MatchRowMean takes it); d = x - mean(x) for a layer norm,
-// d = x for an RMS norm.
+// y = d / sqrt(t) (or the other spellings of MatchRootDivision), t = mean(d²) + eps (eps a
+// scalar constant, either side; the mean as MatchRowMean takes it); d = x - mean(x) for a layer
+// norm, d = x for an RMS norm.
 std::optional<NormOpByOp> MatchLayerNorm(const Graph& g, ValueId output) {
   NormOpByOp n;
   n.output = output;
-  std::vector<ValueId> root;
-  ValueId d = -1;
-  const std::optional<ValueId> plus_eps = MatchRoot(g, output, root, d);
-  if (!plus_eps || !g.IsOp(*plus_eps, "add")) return std::nullopt;
+  const std::optional<RootDivision> root = MatchRootDivision(g, output);
+  if (!root || !g.IsOp(root->t, "add")) return std::nullopt;
+  const ValueId plus_eps = root->t, d = root->d;
   std::optional<RowMean> var;
   for (int i = 0; i < 2 && !var; ++i) {
-    const ValueId a = g.value(*plus_eps).inputs[i], b = g.value(*plus_eps).inputs[1 - i];
-    if (const std::optional<double> eps = ScalarConst(g, b)) {
-      var = MatchRowMean(g, a);
-      n.epsilon = *eps;
-    }
+    const ValueId a = g.value(plus_eps).inputs[i], b = g.value(plus_eps).inputs[1 - i];
+    const std::optional<double> eps = ScalarConst(g, b);
+    if (eps && (var = MatchRowMean(g, a))) n.epsilon = *eps;
   }
   if (!var) return std::nullopt;
   const ValueId square = var->of;
@@ -147,8 +137,8 @@ std::optional<NormOpByOp> MatchLayerNorm(const Graph& g, ValueId output) {
   }
   n.steps.push_back(square);
   n.steps.insert(n.steps.end(), var->ops.begin(), var->ops.end());
-  n.steps.push_back(*plus_eps);
-  n.steps.insert(n.steps.end(), root.begin(), root.end());
+  n.steps.push_back(plus_eps);
+  n.steps.insert(n.steps.end(), root->ops.begin(), root->ops.end());
   // The steps over whole rows keep x's shape (the reductions' 1 broadcast back).
   for (ValueId v : {d, square})
     if (g.value(v).type.shape != g.value(n.input).type.shape) return std::nullopt;
