@@ -148,7 +148,6 @@ RankedPartitions FindBestPartitions(const Graph& graph, const std::vector<ValueI
   struct KeyHash {
     size_t operator()(const Key& k) const { return Mix(k.done ^ Mix(k.unstored)); }
   };
-  const uint64_t full = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
   Ranked start;
   start[0] = Entry{0.0, 0, 0, 0, 0, 0, 0};
   std::unordered_map<Key, Ranked, KeyHash> states{{Key{0, 0}, start}};

@@ -260,8 +260,11 @@ TEST_F(RunnerUps, ARunnerUpSlowerBeyondTheUnpairedFloorIsNotTimed) {
   ASSERT_NE(duel, nullptr);
   EXPECT_TRUE(duel->runner_up.empty());
   EXPECT_EQ(duel->kept, "vector=8") << duel->decision;
-  for (const MeasureJob& job : backend.seen)
-    if (IsDuel(job)) EXPECT_EQ(job.plans.size(), 2u);
+  for (const MeasureJob& job : backend.seen) {
+    if (IsDuel(job)) {
+      EXPECT_EQ(job.plans.size(), 2u);
+    }
+  }
   const auto json = nlohmann::json::parse(TuneReportToJson(graph_, "chain.relay", report));
   for (const auto& d : json.at("breakdown").at("schedule_duels"))
     EXPECT_TRUE(d.at("runner_up").is_null());

@@ -27,8 +27,9 @@ TEST(Subgraph, MapsEveryValueBothWaysAndCarriesPlansAcross) {
   for (size_t v = 0; v < sub.graph.values().size(); ++v) {
     const ValueId original = sub.ToOriginal(static_cast<ValueId>(v));
     EXPECT_EQ(sub.ToSub(original), static_cast<ValueId>(v));
-    if (sub.graph.values()[v].kind == ValueKind::kNode)
+    if (sub.graph.values()[v].kind == ValueKind::kNode) {
       EXPECT_EQ(sub.graph.values()[v].op->name, g.value(original).op->name);
+    }
   }
   for (size_t i = 0; i < canon.nodes.size(); ++i)
     EXPECT_EQ(sub.graph.value(sub.ToSub(canon.nodes[i])).name, "n" + std::to_string(i));
