@@ -8,6 +8,11 @@ Models (batch 1, hidden states in, hidden states out; no embeddings, so the inpu
   gpt2        LAYERS GPT-2 decoder blocks (pre-LN, causal self-attention with one fused QKV
               projection, MLP 768 -> 3072 -> 768 with GELU's tanh form, residuals) and GPT-2's
               final layer norm, written with torch.nn modules.
+  llama       LAYERS LLaMA-style decoder blocks as Hugging Face's LlamaDecoderLayer writes them:
+              RMS norms (x * rsqrt(mean(x^2) + eps) * w), separate Q, K and V projections without
+              bias, rotary position embeddings (rotate_half with a concatenation), causal softmax
+              attention, and the SwiGLU MLP down(silu(gate(x)) * up(x)); a final RMS norm. FF
+              defaults to 2048 for this model (LLaMA's 8/3 of the hidden size).
 
 Exported at opset 14 with grad enabled (the encoder's no-grad fast path has no ONNX export) and the
 weights inside the file; the reference output is computed under no_grad, i.e. what a PyTorch user
@@ -23,7 +28,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = ["bert_layer", "bert", "gpt2"]
+MODELS = ["bert_layer", "bert", "gpt2", "llama"]
 
 
 def _perturb(module):
@@ -92,6 +97,84 @@ def _gpt2_block_class():
     return Gpt2Stack
 
 
+def _llama_stack_class():
+    import torch
+    from torch import nn
+
+    class RmsNorm(nn.Module):
+        def __init__(self, d_model, eps=1e-6):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(d_model))
+            self.eps = eps
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+    def rotate_half(x):
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    class Attention(nn.Module):
+        def __init__(self, d_model, heads, max_seq):
+            super().__init__()
+            self.heads = heads
+            head_dim = d_model // heads
+            self.scale = 1.0 / math.sqrt(head_dim)
+            self.q_proj = nn.Linear(d_model, d_model, bias=False)
+            self.k_proj = nn.Linear(d_model, d_model, bias=False)
+            self.v_proj = nn.Linear(d_model, d_model, bias=False)
+            self.o_proj = nn.Linear(d_model, d_model, bias=False)
+            inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+            angles = torch.outer(torch.arange(max_seq).float(), inv_freq)
+            angles = torch.cat((angles, angles), dim=-1)
+            self.register_buffer("cos", angles.cos(), persistent=False)
+            self.register_buffer("sin", angles.sin(), persistent=False)
+            causal = torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool))
+            self.register_buffer("causal", causal.view(1, 1, max_seq, max_seq), persistent=False)
+
+        def forward(self, x):
+            b, s, d = x.shape
+            q = self.q_proj(x).view(b, s, self.heads, d // self.heads).transpose(1, 2)
+            k = self.k_proj(x).view(b, s, self.heads, d // self.heads).transpose(1, 2)
+            v = self.v_proj(x).view(b, s, self.heads, d // self.heads).transpose(1, 2)
+            cos, sin = self.cos[:s], self.sin[:s]
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            att = (q @ k.transpose(-2, -1)) * self.scale
+            att = att.masked_fill(~self.causal[:, :, :s, :s], torch.finfo(att.dtype).min)
+            att = torch.softmax(att, dim=-1)
+            y = (att @ v).transpose(1, 2).reshape(b, s, d)
+            return self.o_proj(y)
+
+    class Block(nn.Module):
+        def __init__(self, d_model, heads, ff, max_seq):
+            super().__init__()
+            self.input_layernorm = RmsNorm(d_model)
+            self.self_attn = Attention(d_model, heads, max_seq)
+            self.post_attention_layernorm = RmsNorm(d_model)
+            self.gate_proj = nn.Linear(d_model, ff, bias=False)
+            self.up_proj = nn.Linear(d_model, ff, bias=False)
+            self.down_proj = nn.Linear(ff, d_model, bias=False)
+
+        def forward(self, x):
+            x = x + self.self_attn(self.input_layernorm(x))
+            h = self.post_attention_layernorm(x)
+            return x + self.down_proj(nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
+
+    class LlamaStack(nn.Module):
+        def __init__(self, layers, d_model, heads, ff, max_seq):
+            super().__init__()
+            self.layers = nn.ModuleList(Block(d_model, heads, ff, max_seq) for _ in range(layers))
+            self.norm = RmsNorm(d_model)
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return self.norm(x)
+
+    return LlamaStack
+
+
 def build_model(kind, layers=1, d_model=768, heads=12, ff=3072, seed=0, max_seq=1024):
     """The model in eval mode, its weights a function of the arguments only."""
     import torch
@@ -117,6 +200,12 @@ def build_model(kind, layers=1, d_model=768, heads=12, ff=3072, seed=0, max_seq=
             for name, param in model.named_parameters():
                 if param.dim() > 1:
                     param.normal_(0.0, 0.02)
+    elif kind == "llama":
+        model = _llama_stack_class()(layers, d_model, heads, ff, max_seq)
+        with torch.no_grad():  # LLaMA's initialisation: N(0, 0.02) weights
+            for name, param in model.named_parameters():
+                if param.dim() > 1:
+                    param.normal_(0.0, 0.02)
     else:
         raise ValueError(f"unknown model {kind!r} (one of {', '.join(MODELS)})")
     _perturb(model)
@@ -136,11 +225,14 @@ def main():
     p.add_argument("--out", required=True, help="directory to write into")
     p.add_argument("--d-model", type=int, default=768)
     p.add_argument("--heads", type=int, default=12)
-    p.add_argument("--ff", type=int, default=3072)
+    p.add_argument("--ff", type=int, default=None,
+                   help="MLP width (default: 2048 for llama, 3072 for the others)")
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--opset", type=int, default=14)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
+    if args.ff is None:
+        args.ff = 2048 if args.model == "llama" else 3072
     if args.model == "bert_layer" and args.layers != 1:
         p.error("--model bert_layer has one layer; use --model bert for a stack")
 
