@@ -88,13 +88,6 @@ std::optional<FusedGroup> Reject(std::string* why_not, std::string message) {
   return std::nullopt;
 }
 
-std::vector<std::vector<ValueId>> Users(const Graph& g) {
-  std::vector<std::vector<ValueId>> users(g.values().size());
-  for (size_t v = 0; v < g.values().size(); ++v)
-    for (ValueId in : g.values()[v].inputs) users[in].push_back(static_cast<ValueId>(v));
-  return users;
-}
-
 }  // namespace
 
 bool IsAttentionCandidate(const Graph& g, std::span<const ValueId> nodes) {
@@ -108,9 +101,7 @@ bool IsAttentionCandidate(const Graph& g, std::span<const ValueId> nodes) {
   return by_op && product;
 }
 
-std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
-                                           const std::vector<std::vector<ValueId>>& users,
-                                           std::string* why_not) {
+std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group, std::string* why_not) {
   const std::unordered_set<ValueId> in_group(group.nodes.begin(), group.nodes.end());
   auto inside = [&](ValueId v) { return in_group.count(v) > 0; };
   const std::string kWhat = "attention (batch_matmul, scale/mask, softmax, batch_matmul)";
@@ -190,12 +181,12 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
   std::unordered_set<ValueId> softmax_ops(softmax->steps.begin(), softmax->steps.end());
   softmax_ops.insert(a.softmax);
   for (size_t i = 0; i + 1 < line.size(); ++i)
-    for (ValueId u : users[line[i]])
+    for (ValueId u : g.Users(line[i]))
       if (inside(u) && u != line[i + 1] && !(line[i + 1] == a.softmax && softmax_ops.count(u)))
         return Reject(why_not, fmt::format("{} is read by {} besides the next attention step",
                                            g.RefName(line[i]), g.RefName(u)));
   for (ValueId s : softmax->steps)
-    for (ValueId u : users[s])
+    for (ValueId u : g.Users(s))
       if (inside(u) && !softmax_ops.count(u))
         return Reject(why_not, fmt::format("{}, a step of the softmax, is read by {}", g.RefName(s),
                                            g.RefName(u)));
@@ -211,7 +202,7 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
                                          "the chain nor an element-wise/injective producer of Q, "
                                          "K or V",
                                          g.RefName(p), g.value(p).op->name));
-    for (ValueId u : users[p]) {
+    for (ValueId u : g.Users(p)) {
       bool operand = (u == a.scores && (scores.inputs[0] == p || scores.inputs[1] == p)) ||
                      (u == a.output && out.inputs[1] == p);
       if (!core.count(u) || operand) continue;
@@ -232,12 +223,11 @@ std::optional<FusedGroup> AnalyzeAttention(const Graph& g, FusedGroup group,
 }
 
 std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
-  const std::vector<std::vector<ValueId>> users = Users(g);
   const std::unordered_set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
   // Whether `v` is read, and only by `allowed`, and is no graph output.
   auto only_readers = [&](ValueId v, const std::unordered_set<ValueId>& allowed) {
-    if (outputs.count(v) || users[v].empty()) return false;
-    return std::all_of(users[v].begin(), users[v].end(),
+    if (outputs.count(v) || g.Users(v).empty()) return false;
+    return std::all_of(g.Users(v).begin(), g.Users(v).end(),
                        [&](ValueId u) { return allowed.count(u) > 0; });
   };
   std::vector<AttentionChain> chains;
@@ -255,12 +245,12 @@ std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
       continue;
     // P reaches the output directly or through reshapes of its leading 1s.
     ValueId p = sm;
-    while (users[p].size() == 1 && !outputs.count(p) && IsUnitReshape(g, users[p][0], shape)) {
-      p = users[p][0];
+    while (g.Users(p).size() == 1 && !outputs.count(p) && IsUnitReshape(g, g.Users(p)[0], shape)) {
+      p = g.Users(p)[0];
       core.push_back(p);
     }
-    if (users[p].size() != 1 || outputs.count(p)) continue;
-    const ValueId out = users[p][0];
+    if (g.Users(p).size() != 1 || outputs.count(p)) continue;
+    const ValueId out = g.Users(p)[0];
     if (!g.IsOp(out, "nn.batch_matmul") || g.value(out).inputs[0] != p ||
         g.value(out).inputs[1] == p || g.value(out).attrs.GetBool("transpose_a"))
       continue;
@@ -300,7 +290,7 @@ std::vector<AttentionChain> FindAttentionChains(const Graph& g) {
         frontier.erase(frontier.begin());
         if (taken.count(p) || !IsInlinable(g, p) || outputs.count(p)) continue;
         bool private_use = true;
-        for (ValueId u : users[p]) private_use &= u == consumer || taken.count(u) > 0;
+        for (ValueId u : g.Users(p)) private_use &= u == consumer || taken.count(u) > 0;
         if (!private_use) continue;
         taken.insert(p);
         prologue.push_back(p);

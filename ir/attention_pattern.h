@@ -39,10 +39,9 @@ namespace fusetune {
 // and its nodes could be attention (then AnalyzeAttention decides, with a reason when it refuses).
 bool IsAttentionCandidate(const Graph& graph, std::span<const ValueId> nodes);
 
-// `group` has nodes, inputs, outputs and sink filled in and is known convex and connected;
-// `users` lists every value's readers. Returns it as a kAttention group, or nullopt and a reason.
+// `group` has nodes, inputs, outputs and sink filled in and is known convex and connected.
+// Returns it as a kAttention group, or nullopt and a reason.
 std::optional<FusedGroup> AnalyzeAttention(const Graph& graph, FusedGroup group,
-                                           const std::vector<std::vector<ValueId>>& users,
                                            std::string* why_not);
 
 // The attention chains of a graph: for each softmax over the last axis between two batch

@@ -47,14 +47,13 @@ GroupTemplate TemplateFor(OpKind k) {
 }
 
 // Marks every member of `in_group` reachable from `start` along edges inside the group.
-void Reach(const Graph& g, const std::vector<std::vector<ValueId>>& users, ValueId start,
-           const std::unordered_set<ValueId>& in_group, bool downward,
-           std::unordered_set<ValueId>& out) {
+void Reach(const Graph& g, ValueId start, const std::unordered_set<ValueId>& in_group,
+           bool downward, std::unordered_set<ValueId>& out) {
   std::vector<ValueId> stack{start};
   while (!stack.empty()) {
     ValueId v = stack.back();
     stack.pop_back();
-    const std::vector<ValueId>& next = downward ? users[v] : g.value(v).inputs;
+    const std::vector<ValueId>& next = downward ? g.Users(v) : g.value(v).inputs;
     for (ValueId n : next) {
       if (in_group.count(n) && out.insert(n).second) stack.push_back(n);
     }
@@ -68,9 +67,7 @@ std::optional<FusedGroup> Reject(std::string* why_not, std::string message) {
 
 // The members split into pieces connected by edges inside the group, each ascending, ordered by
 // first member.
-std::vector<std::vector<ValueId>> Components(const Graph& g,
-                                             const std::vector<std::vector<ValueId>>& users,
-                                             const std::vector<ValueId>& nodes,
+std::vector<std::vector<ValueId>> Components(const Graph& g, const std::vector<ValueId>& nodes,
                                              const std::unordered_set<ValueId>& in_group) {
   std::vector<std::vector<ValueId>> out;
   std::unordered_set<ValueId> seen;
@@ -81,7 +78,7 @@ std::vector<std::vector<ValueId>> Components(const Graph& g,
       ValueId v = stack.back();
       stack.pop_back();
       for (const std::vector<ValueId>* next :
-           std::array<const std::vector<ValueId>*, 2>{&users[v], &g.value(v).inputs})
+           std::array<const std::vector<ValueId>*, 2>{&g.Users(v), &g.value(v).inputs})
         for (ValueId n : *next)
           if (in_group.count(n) && seen.insert(n).second) {
             piece.push_back(n);
@@ -96,20 +93,19 @@ std::vector<std::vector<ValueId>> Components(const Graph& g,
 
 // Where a path that leaves the group re-enters it, if one does. Walks forward from outside users
 // of members; nodes after the last member cannot lead back.
-std::optional<ValueId> ReentryPoint(const std::vector<std::vector<ValueId>>& users,
-                                    const std::vector<ValueId>& nodes,
+std::optional<ValueId> ReentryPoint(const Graph& g, const std::vector<ValueId>& nodes,
                                     const std::unordered_set<ValueId>& in_group,
                                     const std::unordered_set<ValueId>& recomputed) {
   const ValueId last = nodes.back();
   std::unordered_set<ValueId> seen;
   std::vector<ValueId> stack;
   for (ValueId v : nodes)
-    for (ValueId u : recomputed.count(v) ? std::vector<ValueId>{} : users[v])
+    for (ValueId u : recomputed.count(v) ? std::vector<ValueId>{} : g.Users(v))
       if (!in_group.count(u) && u < last && seen.insert(u).second) stack.push_back(u);
   while (!stack.empty()) {
     ValueId v = stack.back();
     stack.pop_back();
-    for (ValueId u : users[v]) {
+    for (ValueId u : g.Users(v)) {
       if (in_group.count(u)) return u;
       if (u < last && seen.insert(u).second) stack.push_back(u);
     }
@@ -182,8 +178,7 @@ std::optional<FusedGroup> AnalyzeHorizontal(const Graph& g, FusedGroup group,
 
 // The layer norm a matmul group may fold into its A (ir/fusion.h), or -1 when the group's two
 // anchors are not that; `why` says what rules the fold out when they nearly are.
-ValueId FoldedNorm(const Graph& g, const std::vector<std::vector<ValueId>>& users,
-                   const std::vector<ValueId>& nodes, std::string* why) {
+ValueId FoldedNorm(const Graph& g, const std::vector<ValueId>& nodes, std::string* why) {
   ValueId matmul = -1, norm = -1;
   for (ValueId v : nodes) {
     const OpDef& op = *g.value(v).op;
@@ -217,7 +212,10 @@ ValueId FoldedNorm(const Graph& g, const std::vector<std::vector<ValueId>>& user
                        g.RefName(matmul));
     return -1;
   }
-  if (users[norm].size() != 1 || std::count(g.outputs().begin(), g.outputs().end(), norm)) {
+  const std::vector<ValueId>& matmul_inputs = g.value(matmul).inputs;
+  if (g.Users(norm).size() != 1 ||
+      std::count(matmul_inputs.begin(), matmul_inputs.end(), norm) != 1 ||
+      std::count(g.outputs().begin(), g.outputs().end(), norm)) {
     *why = fmt::format("{} is also read outside {}; a folded layer norm is never stored",
                        g.RefName(norm), g.RefName(matmul));
     return -1;
@@ -256,9 +254,6 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
       return Reject(why_not, fmt::format("value {} is not an op node", v));
   }
   const std::unordered_set<ValueId> in_group(group.nodes.begin(), group.nodes.end());
-  std::vector<std::vector<ValueId>> users(g.values().size());
-  for (size_t v = 0; v < g.values().size(); ++v)
-    for (ValueId in : g.values()[v].inputs) users[in].push_back(static_cast<ValueId>(v));
   std::unordered_set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
 
   const std::unordered_set<ValueId> recomputed(recompute.begin(), recompute.end());
@@ -279,12 +274,12 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
 
   // Convex: no path leaves the group and re-enters it (for a horizontal group this also means no
   // path runs between its parts).
-  if (std::optional<ValueId> at = ReentryPoint(users, group.nodes, in_group, recomputed))
+  if (std::optional<ValueId> at = ReentryPoint(g, group.nodes, in_group, recomputed))
     return Reject(why_not, fmt::format("group is not convex: a path leaves it and re-enters at {}",
                                        g.RefName(*at)));
 
   // Connected, or else a horizontal matmul.
-  std::vector<std::vector<ValueId>> pieces = Components(g, users, group.nodes, in_group);
+  std::vector<std::vector<ValueId>> pieces = Components(g, group.nodes, in_group);
   if (pieces.size() > 1 && !recomputed.empty())
     return Reject(why_not, "a group that recomputes a value must be connected");
   if (pieces.size() > 1) return AnalyzeHorizontal(g, std::move(group), pieces, why_not);
@@ -295,10 +290,10 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
     for (ValueId in : g.value(v).inputs)
       if (!in_group.count(in)) group.inputs.push_back(in);
     bool used_inside = false, used_outside = graph_outputs.count(v) > 0;
-    for (ValueId u : users[v]) (in_group.count(u) ? used_inside : used_outside) = true;
+    for (ValueId u : g.Users(v)) (in_group.count(u) ? used_inside : used_outside) = true;
     if (!used_inside) sinks.push_back(v);
     // What a recomputed member reads is read again wherever it is recomputed.
-    for (ValueId u : users[v]) used_outside |= recomputed.count(u) > 0;
+    for (ValueId u : g.Users(v)) used_outside |= recomputed.count(u) > 0;
     if ((used_outside || !used_inside) && !recomputed.count(v)) group.outputs.push_back(v);
   }
   std::sort(group.inputs.begin(), group.inputs.end());
@@ -317,7 +312,7 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
   for (ValueId v : group.nodes) anchors += IsAnchorKind(g.value(v).op->kind) ? 1 : 0;
   if (anchors > 1 && IsAttentionCandidate(g, group.nodes)) {
     if (!recomputed.empty()) return Reject(why_not, "an attention kernel recomputes nothing");
-    return AnalyzeAttention(g, std::move(group), users, why_not);
+    return AnalyzeAttention(g, std::move(group), why_not);
   }
 
   // A softmax, layer norm or RMS norm written op by op: its reductions are steps of one row kernel.
@@ -341,7 +336,7 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
 
   // Template: at most one anchor, or a matmul with the layer norm it folds.
   std::string fold_why;
-  if (anchors == 2 && !row_norm) group.norm = FoldedNorm(g, users, group.nodes, &fold_why);
+  if (anchors == 2 && !row_norm) group.norm = FoldedNorm(g, group.nodes, &fold_why);
   for (ValueId v : group.nodes) {
     const OpDef& op = *g.value(v).op;
     if (v == group.norm || steps.count(v) || (row_norm && v == group.anchor)) continue;
@@ -362,12 +357,12 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
   std::unordered_set<ValueId> epilogue, prologue;
   if (row_norm) {
     group.templ = GroupTemplate::kComposite;
-    Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);
+    Reach(g, group.anchor, in_group, /*downward=*/true, epilogue);
     // The prologue is what computes x; the steps between x and the output are the kernel's.
     const ValueId x = row_norm->input;
     if (in_group.count(x)) {
       prologue.insert(x);
-      Reach(g, users, x, in_group, /*downward=*/false, prologue);
+      Reach(g, x, in_group, /*downward=*/false, prologue);
     }
     for (ValueId v : group.nodes) {
       if (!steps.count(v) && v != group.anchor && !prologue.count(v) && !epilogue.count(v))
@@ -382,8 +377,8 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
                                              g.RefName(in), row_norm->Name()));
   } else if (group.anchor >= 0) {
     group.templ = TemplateFor(g.value(group.anchor).op->kind);
-    Reach(g, users, group.anchor, in_group, /*downward=*/true, epilogue);
-    Reach(g, users, group.anchor, in_group, /*downward=*/false, prologue);
+    Reach(g, group.anchor, in_group, /*downward=*/true, epilogue);
+    Reach(g, group.anchor, in_group, /*downward=*/false, prologue);
   }
   if (group.anchor >= 0) {
     const TensorType& anchor_type = g.value(group.anchor).type;
@@ -406,7 +401,7 @@ std::optional<FusedGroup> AnalyzeGroup(const Graph& g, std::span<const ValueId> 
                                          g.RefName(v)));
     // Every op on the way from v to the sink must read v's value at the same index.
     std::unordered_set<ValueId> down;
-    Reach(g, users, v, in_group, true, down);
+    Reach(g, v, in_group, true, down);
     bool same_index = g.value(v).type.shape == sink_type.shape;
     for (ValueId d : down) {
       const Value& dv = g.value(d);
