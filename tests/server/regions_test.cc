@@ -56,5 +56,42 @@ TEST(Regions, AStackIsCutAtItsBlockBoundaries) {
   EXPECT_EQ(got, want);
 }
 
+// `blocks` blocks of five ops whose values are all 16 x 64: a cut inside a block costs little more
+// than one between blocks, so the fewest bytes are the fewest cuts, wherever they fall. LLaMA's
+// decoder layers are like this: four places of equal cost in each.
+std::string ChainStack(int blocks) {
+  std::string params, body;
+  for (int b = 0; b < blocks; ++b) {
+    params += fmt::format(", %w_{0}: Tensor[(64, 64), float32], %b_{0}: Tensor[(64,), float32]", b);
+    const std::string in = b == 0 ? "%x" : fmt::format("%n{}", b - 1);
+    body += fmt::format(
+        "  %d_{0} = nn.dense({1}, %w_{0}, units=64);\n"
+        "  %a_{0} = add(%d_{0}, %b_{0});\n"
+        "  %t_{0} = tanh(%a_{0});\n"
+        "  %s_{0} = sigmoid(%t_{0});\n"
+        "  %n{0} = multiply(%s_{0}, %t_{0});\n",
+        b, in);
+  }
+  return fmt::format("fn (%x: Tensor[(16, 64), float32]{}) {{\n{}  %n{}\n}}", params, body,
+                     blocks - 1);
+}
+
+TEST(Regions, AStackWhoseCutsAllCostTheSameIsStillCutAlikeInEveryBlock) {
+  const Graph g = ParseRelay(ChainStack(6), "chain.relay");
+  const std::vector<Region> regions =
+      BuildRegions(g, EnumerateCandidateGroups(RequestPolicy(g, {})), 8);
+  // The fewest cuts (every 8 nodes) cost the fewest bytes, each region another slice of the
+  // blocks (as before the period); cut at the period, every region is one block.
+  std::vector<std::string> got;
+  for (const Region& r : regions) {
+    std::string names;
+    for (ValueId v : r.nodes) names += (names.empty() ? "" : " ") + g.value(v).name;
+    got.push_back(names);
+  }
+  std::vector<std::string> want;
+  for (int b = 0; b < 6; ++b) want.push_back(fmt::format("d_{0} a_{0} t_{0} s_{0} n{0}", b));
+  EXPECT_EQ(got, want);
+}
+
 }  // namespace
 }  // namespace fusetune
