@@ -53,6 +53,8 @@ DEFAULT_CASES = [
     "examples/bert_layer_ops_dyn.relay@x.0=128",
     "examples/gpt2_block_dyn.relay@x.0=128",
     "examples/gpt2_block_dyn.relay@x.0=512",
+    "examples/llama_block_dyn.relay@x.0=128",
+    "examples/llama_block_dyn.relay@x.0=512",
 ]
 
 
