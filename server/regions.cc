@@ -50,7 +50,7 @@ bool SameNodeOfTwoRepetitions(const Graph& graph, const std::vector<ValueId>& co
                               size_t j) {
   const Value& a = graph.value(component[i]);
   const Value& b = graph.value(component[j]);
-  if (a.op != b.op || a.type != b.type || !(a.attrs == b.attrs) ||
+  if (a.op != b.op || a.type != b.type || a.attrs != b.attrs ||
       a.inputs.size() != b.inputs.size())
     return false;
   for (size_t k = 0; k < a.inputs.size(); ++k) {
@@ -69,13 +69,12 @@ bool SameNodeOfTwoRepetitions(const Graph& graph, const std::vector<ValueId>& co
 // A stack of identical layers is cut alike in every layer, so the layers' regions share one
 // signature and are searched once. The fewest bytes alone do not do that when a layer's part of
 // the component is over half of `max_nodes`: LLaMA's 26 nodes a layer were cut every 38 and 40
-// nodes, through a different place of each layer, six signatures where four would do and twice
-// the tuning time. The period is the smallest P (at most `max_nodes`, at least three
-// repetitions) at which every node but those of one repetition (the first layer reads the model's
-// input, the last feeds its head), and at most a quarter of them, is the same node as the one P
-// later. Among cuts every Q nodes
-// (Q a multiple of P up to `max_nodes`) at offset o, the fewest bytes win; ties go to fewer
-// chunks, then later cuts. Empty without a period: the caller cuts by bytes alone.
+// nodes, through a different place of each layer, six signatures where five do. The period is
+// the smallest P (at most `max_nodes`, at least three repetitions) at which every node but those
+// of one repetition (the first layer reads the model's input, the last feeds its head), and at
+// most a quarter of them, is the same node as the one P later. Among cuts every Q nodes (Q a
+// multiple of P up to `max_nodes`) at offset o, the fewest bytes win; ties go to fewer chunks,
+// then later cuts. Empty without a period: the caller cuts by bytes alone.
 std::optional<std::vector<size_t>> PeriodicChunkEnds(const Graph& graph,
                                                      const std::vector<ValueId>& component,
                                                      const std::vector<int64_t>& split,
