@@ -50,8 +50,7 @@ bool SameNodeOfTwoRepetitions(const Graph& graph, const std::vector<ValueId>& co
                               size_t j) {
   const Value& a = graph.value(component[i]);
   const Value& b = graph.value(component[j]);
-  if (a.op != b.op || a.type != b.type || a.attrs != b.attrs ||
-      a.inputs.size() != b.inputs.size())
+  if (a.op != b.op || a.type != b.type || a.attrs != b.attrs || a.inputs.size() != b.inputs.size())
     return false;
   for (size_t k = 0; k < a.inputs.size(); ++k) {
     auto at = std::lower_bound(component.begin(), component.end(), a.inputs[k]);
