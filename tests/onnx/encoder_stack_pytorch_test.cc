@@ -1,8 +1,9 @@
 // A stack of PyTorch encoder layers (torch.nn.TransformerEncoder, exported by
 // bench/models/export_model.py with each layer's own weights) imports, its repeated layers share
 // their region signatures (so a 12-layer model is tuned as one layer), and `fusetune run` under the
-// greedy plan, with the exported weights, matches PyTorch's output. Skipped when /usr/bin/python3
-// lacks torch and onnx (install python3-torch python3-onnx to run it).
+// greedy plan, with the exported weights, matches PyTorch's output; so does a stack of LLaMA-style
+// decoder blocks, cut into regions alike in every layer. Skipped when /usr/bin/python3 lacks torch
+// and onnx (install python3-torch python3-onnx to run it).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -117,6 +118,43 @@ TEST_F(EncoderStack, TwoLayersImportShareSignaturesAndRunLikePyTorch) {
   const double err = MaxAbsDifference(got, want);
   EXPECT_LE(err, 1e-3);
   std::cout << "max |fusetune greedy - PyTorch| = " << err << "\n";
+}
+
+// LLaMA's residual stream joins every layer's tail (output projection, RMS norm, SwiGLU MLP, the
+// next layer's RMS norm) into one piece, cut into regions at its period: all four layers' tails
+// but the last (which feeds the final norm) share one signature, and the stack has the signatures
+// of one layer plus that tail. Cut by bytes alone, the tails fell into pieces of different sizes.
+TEST_F(EncoderStack, ALlamaStackIsCutAlikeInEveryLayerAndRunsLikePyTorch) {
+  const std::string four = Export("llama", 4);
+  const std::string one = Export("llama", 1);
+  Graph g = ImportOnnxFile(four + "/model.onnx");
+  std::map<std::string, int> ops = Count(OpNames(g));
+  EXPECT_EQ(ops["nn.dense"], 28);    // Q, K, V, output, gate, up, down per layer
+  EXPECT_EQ(ops["concatenate"], 8);  // rotate_half of Q and K
+  EXPECT_EQ(ops["sigmoid"], 4);
+
+  std::vector<std::string> stack = RegionSignatures(four + "/model.onnx");
+  std::vector<std::string> layer = RegionSignatures(one + "/model.onnx");
+  const std::set<std::string> layer_set(layer.begin(), layer.end());
+  std::map<std::string, int> counts = Count(stack);
+  int repeated_tails = 0;
+  for (const auto& [signature, n] : counts) {
+    if (!layer_set.count(signature)) {
+      EXPECT_EQ(n, 3) << "a signature the 1-layer model lacks, not the 3 inner tails: "
+                      << signature;
+      ++repeated_tails;
+    }
+  }
+  EXPECT_EQ(repeated_tails, 1);
+  EXPECT_EQ(counts.size(), layer_set.size() + 1);
+
+  CommandResult r = RunFusetune("run " + four + "/model.onnx --plan greedy --inputs " + four +
+                                "/inputs --outputs " + four + "/out --repeat 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Tensor got = ReadNpy(four + "/out/output_0.npy");
+  Tensor want = ReadNpy(four + "/y.npy");
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_LE(MaxAbsDifference(got, want), 1e-3);
 }
 
 }  // namespace
