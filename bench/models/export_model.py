@@ -43,8 +43,44 @@ def _perturb(module):
                 param.copy_(1.0 + 0.1 * torch.randn_like(param))
 
 
-def _gpt2_block_class():
+def _causal_mask(max_seq):
+    """[1, 1, max_seq, max_seq], true on and below the diagonal: what a query may attend to."""
     import torch
+
+    return torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool)).view(1, 1, max_seq, max_seq)
+
+
+def _causal_attention(q, k, v, causal, scale):
+    """softmax(q kᵀ scale, masked) v for [b, heads, s, head] q, k, v, back to [b, s, heads · head]."""
+    import torch
+
+    b, _, s, _ = q.shape
+    att = (q @ k.transpose(-2, -1)) * scale
+    # A large negative score above the diagonal (finite, as Hugging Face's models write it).
+    att = att.masked_fill(~causal[:, :, :s, :s], torch.finfo(att.dtype).min)
+    att = torch.softmax(att, dim=-1)
+    return (att @ v).transpose(1, 2).reshape(b, s, -1)
+
+
+def _decoder_stack(blocks, final_norm):
+    """Decoder blocks in sequence, then a final norm (GPT-2's ln_f, LLaMA's norm)."""
+    from torch import nn
+
+    class DecoderStack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList(blocks)
+            self.norm = final_norm
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return self.norm(x)
+
+    return DecoderStack()
+
+
+def _gpt2_block_class():
     from torch import nn
 
     class CausalSelfAttention(nn.Module):
@@ -54,8 +90,7 @@ def _gpt2_block_class():
             self.scale = 1.0 / math.sqrt(d_model // heads)  # a Python float: a constant in the export
             self.c_attn = nn.Linear(d_model, 3 * d_model)
             self.c_proj = nn.Linear(d_model, d_model)
-            causal = torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool))
-            self.register_buffer("causal", causal.view(1, 1, max_seq, max_seq), persistent=False)
+            self.register_buffer("causal", _causal_mask(max_seq), persistent=False)
 
         def forward(self, x):
             b, s, d = x.shape
@@ -63,12 +98,7 @@ def _gpt2_block_class():
             q = q.view(b, s, self.heads, d // self.heads).transpose(1, 2)
             k = k.view(b, s, self.heads, d // self.heads).transpose(1, 2)
             v = v.view(b, s, self.heads, d // self.heads).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * self.scale
-            # GPT-2's mask: a large negative score above the diagonal (finite, as HF's GPT-2).
-            att = att.masked_fill(~self.causal[:, :, :s, :s], torch.finfo(att.dtype).min)
-            att = torch.softmax(att, dim=-1)
-            y = (att @ v).transpose(1, 2).reshape(b, s, d)
-            return self.c_proj(y)
+            return self.c_proj(_causal_attention(q, k, v, self.causal, self.scale))
 
     class Block(nn.Module):
         def __init__(self, d_model, heads, ff, max_seq):
@@ -83,21 +113,11 @@ def _gpt2_block_class():
             x = x + self.attn(self.ln_1(x))
             return x + self.c_proj(nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
-    class Gpt2Stack(nn.Module):
-        def __init__(self, layers, d_model, heads, ff, max_seq):
-            super().__init__()
-            self.blocks = nn.ModuleList(Block(d_model, heads, ff, max_seq) for _ in range(layers))
-            self.ln_f = nn.LayerNorm(d_model)
-
-        def forward(self, x):
-            for block in self.blocks:
-                x = block(x)
-            return self.ln_f(x)
-
-    return Gpt2Stack
+    return Block
 
 
-def _llama_stack_class():
+def _llama_classes():
+    """LLaMA's decoder block and its RMS norm."""
     import torch
     from torch import nn
 
@@ -129,8 +149,7 @@ def _llama_stack_class():
             angles = torch.cat((angles, angles), dim=-1)
             self.register_buffer("cos", angles.cos(), persistent=False)
             self.register_buffer("sin", angles.sin(), persistent=False)
-            causal = torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool))
-            self.register_buffer("causal", causal.view(1, 1, max_seq, max_seq), persistent=False)
+            self.register_buffer("causal", _causal_mask(max_seq), persistent=False)
 
         def forward(self, x):
             b, s, d = x.shape
@@ -140,11 +159,7 @@ def _llama_stack_class():
             cos, sin = self.cos[:s], self.sin[:s]
             q = q * cos + rotate_half(q) * sin
             k = k * cos + rotate_half(k) * sin
-            att = (q @ k.transpose(-2, -1)) * self.scale
-            att = att.masked_fill(~self.causal[:, :, :s, :s], torch.finfo(att.dtype).min)
-            att = torch.softmax(att, dim=-1)
-            y = (att @ v).transpose(1, 2).reshape(b, s, d)
-            return self.o_proj(y)
+            return self.o_proj(_causal_attention(q, k, v, self.causal, self.scale))
 
     class Block(nn.Module):
         def __init__(self, d_model, heads, ff, max_seq):
@@ -161,18 +176,7 @@ def _llama_stack_class():
             h = self.post_attention_layernorm(x)
             return x + self.down_proj(nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
 
-    class LlamaStack(nn.Module):
-        def __init__(self, layers, d_model, heads, ff, max_seq):
-            super().__init__()
-            self.layers = nn.ModuleList(Block(d_model, heads, ff, max_seq) for _ in range(layers))
-            self.norm = RmsNorm(d_model)
-
-        def forward(self, x):
-            for layer in self.layers:
-                x = layer(x)
-            return self.norm(x)
-
-    return LlamaStack
+    return Block, RmsNorm
 
 
 def build_model(kind, layers=1, d_model=768, heads=12, ff=3072, seed=0, max_seq=1024):
@@ -194,15 +198,12 @@ def build_model(kind, layers=1, d_model=768, heads=12, ff=3072, seed=0, max_seq=
                 if param.dim() > 1:
                     with torch.no_grad():
                         torch.nn.init.xavier_uniform_(param)
-    elif kind == "gpt2":
-        model = _gpt2_block_class()(layers, d_model, heads, ff, max_seq)
-        with torch.no_grad():  # GPT-2's initialisation: N(0, 0.02) weights
-            for name, param in model.named_parameters():
-                if param.dim() > 1:
-                    param.normal_(0.0, 0.02)
-    elif kind == "llama":
-        model = _llama_stack_class()(layers, d_model, heads, ff, max_seq)
-        with torch.no_grad():  # LLaMA's initialisation: N(0, 0.02) weights
+    elif kind in ("gpt2", "llama"):
+        block, norm = ((_gpt2_block_class(), torch.nn.LayerNorm) if kind == "gpt2"
+                       else _llama_classes())
+        model = _decoder_stack([block(d_model, heads, ff, max_seq) for _ in range(layers)],
+                               norm(d_model))
+        with torch.no_grad():  # GPT-2's and LLaMA's initialisation: N(0, 0.02) weights
             for name, param in model.named_parameters():
                 if param.dim() > 1:
                     param.normal_(0.0, 0.02)
