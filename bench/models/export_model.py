@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports a whole PyTorch model (a BERT-base encoder or a GPT-2-small-sized decoder stack) to ONNX.
 
-Models (batch 1, hidden states in, hidden states out; no embeddings, so the input is float):
+Models (batch 1 unless --batch, hidden states in and out; no embeddings, so the input is float):
   bert_layer  torch.nn.TransformerEncoderLayer(768, 12, 3072, gelu, batch_first), exactly the layer
               of bench/bert/export_bert.py (same seed, same weights).
   bert        torch.nn.TransformerEncoder of LAYERS such layers, each with its own weights.
@@ -229,6 +229,7 @@ def main():
     p.add_argument("--ff", type=int, default=None,
                    help="MLP width (default: 2048 for llama, 3072 for the others)")
     p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=1)
     p.add_argument("--opset", type=int, default=14)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
@@ -244,7 +245,7 @@ def main():
     model = build_model(**{k: v for k, v in spec_of(args).items() if k != "kind"},
                         kind=args.model)
     torch.manual_seed(args.seed + 1)
-    x = torch.randn(1, args.seq, args.d_model)
+    x = torch.randn(args.batch, args.seq, args.d_model)
 
     os.makedirs(os.path.join(args.out, "inputs"), exist_ok=True)
     model_path = os.path.join(args.out, "model.onnx")

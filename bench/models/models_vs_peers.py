@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Whole models: fusetune (tuned, greedy, unfused plans) against PyTorch and ONNX Runtime.
 
-Cases are MODEL:LAYERS:SEQ, MODEL one of bench/models/export_model.py's (bert = a
+Cases are MODEL:LAYERS:SEQ[:BATCH] (batch 1 unless given), MODEL one of bench/models/export_model.py's (bert = a
 torch.nn.TransformerEncoder of BERT-base layers, gpt2 = GPT-2-small-sized decoder blocks, llama =
 LLaMA-style decoder blocks of the same width: RMS norms, rotary embeddings, SwiGLU). For each
 case: export to ONNX with the weights, `fusetune check`, `fusetune tune --local` into a store of the
@@ -29,14 +29,17 @@ import peers  # noqa: E402
 
 def parse_case(text):
     try:
-        model, layers, seq = text.split(":")
-        return model, int(layers), int(seq)
+        model, layers, seq, *batch = text.split(":")
+        if len(batch) > 1:
+            raise ValueError
+        return model, int(layers), int(seq), int(batch[0]) if batch else 1
     except ValueError:
-        raise argparse.ArgumentTypeError(f"case '{text}' is not MODEL:LAYERS:SEQ (e.g. bert:12:128)")
+        raise argparse.ArgumentTypeError(
+            f"case '{text}' is not MODEL:LAYERS:SEQ[:BATCH] (e.g. bert:12:128 or bert:1:128:8)")
 
 
-def case_name(model, layers, seq):
-    return f"{model}_{layers}L_s{seq}"
+def case_name(model, layers, seq, batch):
+    return f"{model}_{layers}L_s{seq}" + (f"_b{batch}" if batch > 1 else "")
 
 
 def tune_row(name, threads, start, report):
@@ -69,17 +72,18 @@ def main():
     print(f"OpenBLAS core in the PyTorch processes: {peers.openblas_core(args.openblas_coretype)}",
           flush=True)
     cases = {}
-    for model, layers, seq in args.cases:
-        name = case_name(model, layers, seq)
-        cases[name] = peers.export(os.path.join(args.work, name), model, layers, seq)
+    for model, layers, seq, batch in args.cases:
+        name = case_name(model, layers, seq, batch)
+        cases[name] = peers.export(os.path.join(args.work, name), model, layers, seq,
+                                   ["--batch", str(batch)])
         cases[name]["db"] = os.path.join(args.work, f"{name}.db")
         print(f"{name}: fusetune check: {peers.describe_check(fusetune, cases[name]['model'])}",
               flush=True)
 
     tunes = []
     if "tuned" in args.plans and not args.skip_tune:
-        for model, layers, seq in args.cases:
-            name = case_name(model, layers, seq)
+        for model, layers, seq, batch in args.cases:
+            name = case_name(model, layers, seq, batch)
             db = cases[name]["db"]
             for suffix in ("", "-wal", "-shm"):  # a fresh store: cold tuning times
                 if os.path.exists(db + suffix):
@@ -89,13 +93,13 @@ def main():
                 print(f"tune {name}, {t} thread(s), fresh store: {peers.describe_tune(report)}",
                       flush=True)
                 tunes.append(tune_row(name, t, "fresh", report))
-        one = {(m, s): case_name(m, l, s) for m, l, s in args.cases if l == 1}
-        for model, layers, seq in args.cases:
-            if layers == 1 or (model, seq) not in one or args.no_warm:
+        one = {(m, s, b): case_name(m, l, s, b) for m, l, s, b in args.cases if l == 1}
+        for model, layers, seq, batch in args.cases:
+            if layers == 1 or (model, seq, batch) not in one or args.no_warm:
                 continue
-            name = case_name(model, layers, seq)
+            name = case_name(model, layers, seq, batch)
             warm_db = os.path.join(args.work, f"{name}_from_1.db")
-            shutil.copyfile(cases[one[(model, seq)]]["db"], warm_db)
+            shutil.copyfile(cases[one[(model, seq, batch)]]["db"], warm_db)
             for t in args.threads:
                 report = peers.tune(fusetune, warm_db, cases[name]["model"], t, args.tune_flags)
                 print(f"tune {name}, {t} thread(s), from the 1-layer store: "
