@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -29,8 +30,56 @@ std::string OpsSummary(const std::vector<std::string>& ops, size_t width) {
   return out;
 }
 
+// Identical layers of a model are one region signature, tuned and decided once: a 12-layer
+// model's report would list the same answer 12 times. The report lists such a family once, at its
+// first region, when every figure and decision is the same.
+bool SameAnswer(const RegionReport& a, const RegionReport& b) {
+  return a.signature == b.signature && a.chosen == b.chosen && a.decision == b.decision &&
+         a.rounds == b.rounds && a.cached == b.cached && a.transferred_from == b.transferred_from &&
+         a.searched_again == b.searched_again && !a.warm_start && !b.warm_start &&
+         UsText(a.tuned_us, 3) == UsText(b.tuned_us, 3) &&
+         UsText(a.greedy_us, 3) == UsText(b.greedy_us, 3) &&
+         UsText(a.unfused_us, 3) == UsText(b.unfused_us, 3) && a.changes.size() == b.changes.size();
+}
+
+// For each region, the regions (1-based) listed with it: itself and every later region with the
+// same answer; empty for a region listed with an earlier one.
+std::vector<std::vector<size_t>> Families(const TuneReport& r) {
+  std::vector<std::vector<size_t>> families(r.regions.size());
+  std::vector<bool> listed(r.regions.size(), false);
+  for (size_t i = 0; i < r.regions.size(); ++i) {
+    if (listed[i]) continue;
+    for (size_t j = i; j < r.regions.size(); ++j) {
+      if (listed[j] || (j != i && !SameAnswer(r.regions[i], r.regions[j]))) continue;
+      listed[j] = true;
+      families[i].push_back(j + 1);
+    }
+  }
+  return families;
+}
+
+// "2, 5, 8" or, for a long evenly spaced run, "2, 5, …, 35 (every 3rd)".
+std::string RegionNumbers(const std::vector<size_t>& n) {
+  bool even = n.size() >= 5;
+  for (size_t i = 2; even && i < n.size(); ++i) even = n[i] - n[i - 1] == n[1] - n[0];
+  if (!even) return fmt::format("{}", fmt::join(n, ", "));
+  const size_t step = n[1] - n[0];
+  const char* suffix = step % 100 / 10 == 1 ? "th"
+                       : step % 10 == 1     ? "st"
+                       : step % 10 == 2     ? "nd"
+                       : step % 10 == 3     ? "rd"
+                                            : "th";
+  return fmt::format("{}, {}, …, {}{}", n[0], n[1], n.back(),
+                     step == 1 ? "" : fmt::format(" (every {}{})", step, suffix));
+}
+
+std::string TimesSuffix(const std::vector<size_t>& family) {
+  return family.size() > 1 ? fmt::format(" ×{}", family.size()) : "";
+}
+
 // The regions whose plans leave the rules, what they do instead, and the time it gained.
-std::string ChangesText(const Graph& graph, const TuneReport& r) {
+std::string ChangesText(const Graph& graph, const TuneReport& r,
+                        const std::vector<std::vector<size_t>>& families) {
   auto gain = [](const RegionReport& rr) { return rr.greedy_us - rr.tuned_us; };
   double total = 0;
   for (const RegionReport& rr : r.regions)
@@ -44,13 +93,16 @@ std::string ChangesText(const Graph& graph, const TuneReport& r) {
       "of the regions' gains, and what its plan does instead\n";
   for (size_t i = 0; i < r.regions.size(); ++i) {
     const RegionReport& rr = r.regions[i];
-    if (rr.changes.empty()) continue;
+    if (rr.changes.empty() || families[i].empty()) continue;
     const double g = gain(rr);
     const bool counted = std::isfinite(g) && g > 0 && total > 0;
-    out += fmt::format("{:>3}  {:>12}  {:>5}  {}\n", i + 1,
-                       std::isfinite(g) ? fmt::format("{:.1f} µs", g) : "-",
-                       counted ? fmt::format("{:.0f}%", 100 * g / total) : "-",
-                       DescribeChanges(graph, rr.changes));
+    // A family's row: one region's gain, times how many; the share is the family's.
+    out += fmt::format(
+        "{:>3}  {:>12}{:<4}  {:>5}  {}\n", i + 1,
+        std::isfinite(g) ? fmt::format("{:.1f} µs", g) : "-", TimesSuffix(families[i]),
+        counted ? fmt::format("{:.0f}%", 100 * g * static_cast<double>(families[i].size()) / total)
+                : "-",
+        DescribeChanges(graph, rr.changes));
   }
   return out;
 }
@@ -91,8 +143,11 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>11}  {:>11}  {:>11}  {:>9}  {:>9}\n", "#", "ops",
                      kOpsWidth, "source", "tuned µs", "greedy µs", "unfused µs", "vs greedy",
                      "vs unfused");
+  const std::vector<std::vector<size_t>> families = Families(r);
   for (size_t i = 0; i < r.regions.size(); ++i) {
     const RegionReport& rr = r.regions[i];
+    if (families[i].empty()) continue;
+    const std::string times = TimesSuffix(families[i]);
     const bool transferred = !rr.transferred_from.empty();
     const bool warm_only = rr.warm_start && !rr.warm_start->searched;
     std::string source = rr.cached     ? "cache"
@@ -100,8 +155,8 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
                          : warm_only   ? "warm"
                                        : fmt::format("{}+{}", rr.measured, rr.reused);
     out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", i + 1,
-                       OpsSummary(rr.ops, kOpsWidth), kOpsWidth, source, UsText(rr.tuned_us, 1),
-                       UsText(rr.greedy_us, 1), UsText(rr.unfused_us, 1),
+                       OpsSummary(rr.ops, kOpsWidth - times.size()) + times, kOpsWidth, source,
+                       UsText(rr.tuned_us, 1), UsText(rr.greedy_us, 1), UsText(rr.unfused_us, 1),
                        Speedup(rr.greedy_us, rr.tuned_us), Speedup(rr.unfused_us, rr.tuned_us));
   }
   out += fmt::format("{:>3}  {:<{}}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n", "",
@@ -109,11 +164,16 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
                      UsText(r.total_tuned_us, 1), UsText(r.total_greedy_us, 1),
                      UsText(r.total_unfused_us, 1), Speedup(r.total_greedy_us, r.total_tuned_us),
                      Speedup(r.total_unfused_us, r.total_tuned_us));
+  for (size_t i = 0; i < r.regions.size(); ++i)
+    if (families[i].size() > 1)
+      out += fmt::format("     ×{}: regions {}, one signature and one answer, listed once\n",
+                         families[i].size(), RegionNumbers(families[i]));
   out +=
       "\nchosen kernels per region (the simplest of greedy, unfused and tuned is kept unless a "
       "faster one wins beyond noise):\n";
   for (size_t i = 0; i < r.regions.size(); ++i) {
     const RegionReport& rr = r.regions[i];
+    if (families[i].empty()) continue;
     std::string groups;
     for (const PlanGroup& g : rr.plan) {
       std::string names;
@@ -121,6 +181,10 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
       groups += fmt::format(" [{}]", names);
     }
     out += fmt::format("{:>3}  {:<8}{}\n", i + 1, rr.chosen, groups);
+    if (families[i].size() > 1)
+      out += fmt::format("     the same groups in region{} {}, on their own nodes\n",
+                         families[i].size() > 2 ? "s" : "",
+                         RegionNumbers({families[i].begin() + 1, families[i].end()}));
     if (!rr.searched_again.empty()) out += fmt::format("     {}\n", rr.searched_again);
     if (!rr.decision.empty())
       out += fmt::format("     {}{}\n", rr.decision,
@@ -134,7 +198,7 @@ std::string FormatTuneTable(const Graph& graph, const std::string& graph_name,
   // baseline beats the regions' plans there), which no region's line says.
   if (r.regions.size() > 1 && !r.total_decision.empty())
     out += fmt::format("whole graph: {}\n", r.total_decision);
-  out += ChangesText(graph, r);
+  out += ChangesText(graph, r, families);
   const bool all_cached = std::all_of(r.regions.begin(), r.regions.end(),
                                       [](const RegionReport& x) { return x.cached; });
   const bool any_transferred = std::any_of(r.regions.begin(), r.regions.end(), [](const auto& x) {

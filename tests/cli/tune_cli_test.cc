@@ -204,6 +204,43 @@ TEST(TuneCli, TableOfSeveralRegionsSaysWhatTheWholeGraphDecided) {
       << single.out;
 }
 
+// Six alike blocks of a dense and a tanh, cut every two blocks: three regions of one signature.
+std::string AlikeBlocks() {
+  auto path = std::filesystem::temp_directory_path() /
+              ("fusetune_alike_blocks_" + std::to_string(::getpid()) + ".relay");
+  std::ofstream out(path);
+  out << "fn (%x: Tensor[(16, 32), float32]";
+  for (int b = 0; b < 6; ++b) out << ", %w" << b << ": Tensor[(32, 32), float32]";
+  out << ") {\n  %0 = nn.dense(%x, %w0);\n  %1 = tanh(%0);\n";
+  for (int b = 1; b < 6; ++b)
+    out << "  %" << 2 * b << " = nn.dense(%" << 2 * b - 1 << ", %w" << b << ");\n  %" << 2 * b + 1
+        << " = tanh(%" << 2 * b << ");\n";
+  out << "  %11\n}\n";
+  return path.string();
+}
+
+TEST(TuneCli, RegionsWithOneAnswerAreListedOnce) {
+  TempDb db("tune_alike");
+  const std::string graph = AlikeBlocks();
+  auto json = RunFusetune("tune --json --max-region 4 --db " + db.path() + kFast + graph);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto regions = nlohmann::json::parse(json.out)["regions"];
+  ASSERT_EQ(regions.size(), 3u) << json.out;  // the JSON lists every region
+  for (const auto& region : regions) EXPECT_EQ(region["signature"], regions[0]["signature"]);
+  auto text = RunFusetune("tune --max-region 4 --db " + db.path() + kFast + graph);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("\n  1  nn.dense, tanh, nn.dense, tanh ×3 "), std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("\n  2  "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("\n  3  "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("×3: regions 1, 2, 3, one signature and one answer, listed once"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("the same groups in regions 2, 3, on their own nodes"), std::string::npos)
+      << text.out;
+  std::filesystem::remove(graph);
+}
+
 TEST(TuneCli, NeverFuseKeepsWhereAlone) {
   TempDb db("never_fuse");
   auto r = RunFusetune("tune --json --never-fuse where --db " + db.path() + kFast + SmallSeed());

@@ -150,6 +150,22 @@ def test_report_prints_as_the_command_lines_table(farm, client, chain):
     assert str(client.query(path)) == query.stdout  # nothing timed: character for character
 
 
+def test_regions_with_one_answer_print_once_as_on_the_command_line(farm, client):
+    # Four alike blocks cut every two: two regions of one signature, listed once as "×2".
+    blocks = "".join(f"  %{2 * b} = exp(%{2 * b - 1});\n  %{2 * b + 1} = tanh(%{2 * b});\n"
+                     for b in range(1, 4))
+    path = farm.write("alike.relay", "fn (%x: Tensor[(32, 64), float32]) {\n  %0 = exp(%x);\n"
+                      f"  %1 = tanh(%0);\n{blocks}  %7\n}}\n")
+    report = client.tune(path, max_region=4, **QUICK)
+    assert len(report.regions) == 2 and report.regions[0].signature == report.regions[1].signature
+    cli = farm.cli("tune", path, "--max-region", "4")
+    assert cli.returncode == 0, cli.stderr
+    text = str(client.tune(path, max_region=4))
+    assert text == cli.stdout  # both answered from the store: character for character
+    assert "\n  1  exp, tanh, exp, tanh ×2 " in text and "\n  2  " not in text
+    assert "×2: regions 1, 2, one signature and one answer, listed once" in text
+
+
 def test_query_equals_cli_json(farm, client, chain):
     path = chain[0]
     report = client.query(path)

@@ -66,7 +66,49 @@ def _describe_changes(changes):
     return "; ".join(parts)
 
 
-def _changes_text(r):
+def _same_answer(a, b):
+    """Regions the table lists once (client/tune_table.cc SameAnswer): a stack's identical layers."""
+    return (a.signature == b.signature and a.chosen == b.chosen and a.decision == b.decision
+            and a.rounds == b.rounds and a.cached == b.cached
+            and a.transferred_from == b.transferred_from
+            and a.searched_again == b.searched_again and not a.warm_start and not b.warm_start
+            and all(_us3(getattr(a, f)) == _us3(getattr(b, f))
+                    for f in ("tuned_us", "greedy_us", "unfused_us"))
+            and len(a.changes_from_greedy) == len(b.changes_from_greedy))
+
+
+def _us3(value):
+    return "-" if math.isnan(value) else f"{value:.3f}" if math.isfinite(value) else "failed"
+
+
+def _families(r):
+    """For each region, the 1-based numbers listed with it; empty for one listed earlier."""
+    families, listed = [[] for _ in r.regions], [False] * len(r.regions)
+    for i, a in enumerate(r.regions):
+        if listed[i]:
+            continue
+        for j in range(i, len(r.regions)):
+            if not listed[j] and (j == i or _same_answer(a, r.regions[j])):
+                listed[j] = True
+                families[i].append(j + 1)
+    return families
+
+
+def _region_numbers(n):
+    even = len(n) >= 5 and all(n[i] - n[i - 1] == n[1] - n[0] for i in range(2, len(n)))
+    if not even:
+        return ", ".join(map(str, n))
+    step = n[1] - n[0]
+    suffix = ("th" if step % 100 // 10 == 1 else
+              {1: "st", 2: "nd", 3: "rd"}.get(step % 10, "th"))
+    return f"{n[0]}, {n[1]}, …, {n[-1]}" + ("" if step == 1 else f" (every {step}{suffix})")
+
+
+def _times(family):
+    return f" ×{len(family)}" if len(family) > 1 else ""
+
+
+def _changes_text(r, families):
     def gain(g):
         return g.greedy_us - g.tuned_us
 
@@ -78,13 +120,14 @@ def _changes_text(r):
     out = ("\nwhat won against the rules (greedy on default schedules): the region's gain, its "
            "share of the regions' gains, and what its plan does instead\n")
     for i, g in enumerate(r.regions):
-        if not g.changes_from_greedy:
+        if not g.changes_from_greedy or not families[i]:
             continue
         d = gain(g)
         counted = math.isfinite(d) and d > 0 and total > 0
-        out += "{:>3}  {:>12}  {:>5}  {}\n".format(
-            i + 1, f"{d:.1f} µs" if math.isfinite(d) else "-",
-            f"{100 * d / total:.0f}%" if counted else "-", _describe_changes(g.changes_from_greedy))
+        out += "{:>3}  {:>12}{:<4}  {:>5}  {}\n".format(
+            i + 1, f"{d:.1f} µs" if math.isfinite(d) else "-", _times(families[i]),
+            f"{100 * d * len(families[i]) / total:.0f}%" if counted else "-",
+            _describe_changes(g.changes_from_greedy))
     return out
 
 
@@ -94,18 +137,32 @@ def format_table(r):
     out += (f"{'#':>3}  {'ops':<{OPS_WIDTH}}  {'source':>11}  {'tuned µs':>11}  "
             f"{'greedy µs':>11}  {'unfused µs':>11}  {'vs greedy':>9}  {'vs unfused':>9}\n")
     row = "{:>3}  {:<%d}  {:>11}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}\n" % OPS_WIDTH
+    families = _families(r)
     for i, g in enumerate(r.regions):
-        out += row.format(i + 1, ops_summary(g.ops), _source(g), us(g.tuned_us),
+        if not families[i]:
+            continue
+        times = _times(families[i])
+        out += row.format(i + 1, ops_summary(g.ops, OPS_WIDTH - _bytes(times)) + times,
+                          _source(g), us(g.tuned_us),
                           us(g.greedy_us), us(g.unfused_us), speedup(g.greedy_us, g.tuned_us),
                           speedup(g.unfused_us, g.tuned_us))
     t = r.total
     out += row.format("", "whole graph", "timed" if t.measured_together else "sum",
                       us(t.tuned_us), us(t.greedy_us), us(t.unfused_us),
                       speedup(t.greedy_us, t.tuned_us), speedup(t.unfused_us, t.tuned_us))
+    for family in families:
+        if len(family) > 1:
+            out += (f"     ×{len(family)}: regions {_region_numbers(family)}, one signature and one "
+                    "answer, listed once\n")
     out += ("\nchosen kernels per region (the simplest of greedy, unfused and tuned is kept unless a "
             "faster one wins beyond noise):\n")
     for i, g in enumerate(r.regions):
+        if not families[i]:
+            continue
         out += f"{i + 1:>3}  {g.chosen:<8}{_groups(g)}\n"
+        if len(families[i]) > 1:
+            out += (f"     the same groups in region{'s' if len(families[i]) > 2 else ''} "
+                    f"{_region_numbers(families[i][1:])}, on their own nodes\n")
         if g.searched_again:
             out += f"     {g.searched_again}\n"
         if g.decision:
@@ -114,7 +171,7 @@ def format_table(r):
         if g.transferred_from:
             out += ("     transferred, not measured at this size: the plan tuned at "
                     f"{g.transferred_from}\n")
-    out += _changes_text(r)
+    out += _changes_text(r, families)
     all_cached = all(g.cached for g in r.regions)
     any_transferred = any(g.transferred_from for g in r.regions)
     nothing_ran = all(g.cached or g.transferred_from for g in r.regions)
