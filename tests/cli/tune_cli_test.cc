@@ -11,25 +11,22 @@
 namespace fusetune {
 namespace {
 
+using testing::kFast;
 using testing::RunFusetune;
 using testing::TempDb;
 
 const std::string kExamples = std::string(FUSETUNE_SOURCE_DIR) + "/examples/";
-const std::string kFast = " --repeat 2 --min-repeat-ms 1 ";
 
 // A small version of the seed: the same three ops at sequence length 32.
 std::string SmallSeed() {
-  // Per process: ctest runs these tests as separate processes at the same time.
-  auto path = std::filesystem::temp_directory_path() /
-              ("fusetune_small_seed_" + std::to_string(::getpid()) + ".relay");
-  std::ofstream(path)
-      << R"(fn (%x: Tensor[(12, 32, 64), float32], %y: Tensor[(12, 32, 64), float32], %z: Tensor[(12, 32, 32), float32]) {
+  return testing::WriteTempFile(
+      "small_seed.relay",
+      R"(fn (%x: Tensor[(12, 32, 64), float32], %y: Tensor[(12, 32, 64), float32], %z: Tensor[(12, 32, 32), float32]) {
   %0 = nn.batch_matmul(%x, %y);
   %1 = ones_like(%0);
   where(%z, %0, %1)
 }
-)";
-  return path.string();
+)");
 }
 
 TEST(TuneCli, JsonHasTheDesignShapeAndTheSecondRunIsCached) {
@@ -206,17 +203,15 @@ TEST(TuneCli, TableOfSeveralRegionsSaysWhatTheWholeGraphDecided) {
 
 // Six alike blocks of a dense and a tanh, cut every two blocks: three regions of one signature.
 std::string AlikeBlocks() {
-  auto path = std::filesystem::temp_directory_path() /
-              ("fusetune_alike_blocks_" + std::to_string(::getpid()) + ".relay");
-  std::ofstream out(path);
-  out << "fn (%x: Tensor[(16, 32), float32]";
-  for (int b = 0; b < 6; ++b) out << ", %w" << b << ": Tensor[(32, 32), float32]";
-  out << ") {\n  %0 = nn.dense(%x, %w0);\n  %1 = tanh(%0);\n";
-  for (int b = 1; b < 6; ++b)
-    out << "  %" << 2 * b << " = nn.dense(%" << 2 * b - 1 << ", %w" << b << ");\n  %" << 2 * b + 1
-        << " = tanh(%" << 2 * b << ");\n";
-  out << "  %11\n}\n";
-  return path.string();
+  std::string text = "fn (%x: Tensor[(16, 32), float32]";
+  for (int b = 0; b < 6; ++b) text += ", %w" + std::to_string(b) + ": Tensor[(32, 32), float32]";
+  text += ") {\n";
+  for (int b = 0; b < 6; ++b) {
+    const std::string in = b ? "%" + std::to_string(2 * b - 1) : "%x";
+    text += "  %" + std::to_string(2 * b) + " = nn.dense(" + in + ", %w" + std::to_string(b) +
+            ");\n  %" + std::to_string(2 * b + 1) + " = tanh(%" + std::to_string(2 * b) + ");\n";
+  }
+  return testing::WriteTempFile("alike_blocks.relay", text + "  %11\n}\n");
 }
 
 TEST(TuneCli, RegionsWithOneAnswerAreListedOnce) {
