@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Whole models: fusetune (tuned, greedy, unfused plans) against PyTorch and ONNX Runtime.
 
-Cases are MODEL:LAYERS:SEQ[:BATCH] (batch 1 unless given), MODEL one of bench/models/export_model.py's (bert = a
-torch.nn.TransformerEncoder of BERT-base layers, gpt2 = GPT-2-small-sized decoder blocks, llama =
-LLaMA-style decoder blocks of the same width: RMS norms, rotary embeddings, SwiGLU). For each
+Cases are MODEL:LAYERS:SEQ[:BATCH] (batch 1 unless given), MODEL one of
+bench/models/export_model.py's (bert = a torch.nn.TransformerEncoder of BERT-base layers, gpt2 =
+GPT-2-small-sized decoder blocks, llama = LLaMA-style decoder blocks of the same width: RMS norms,
+rotary embeddings, SwiGLU). For each
 case: export to ONNX with the weights, `fusetune check`, `fusetune tune --local` into a store of the
 case's own (fresh, so the tuning times of a 1-layer and a 12-layer model compare: identical layers
 share a region signature and are tuned once), and for a stack whose 1-layer case is also listed, a
