@@ -53,12 +53,14 @@ bool SwapCanPay(const MatmulLayout& l) { return l.m >= kLanes; }
 // Up to 24 accumulators, as many rows as fit beside a row of B and a broadcast, at most 8 (swap=1's
 // transpose): 6 x 64, 8 x 32, 8 x 16, 2 x 128. Against 4 x 64 (16 accumulators, the default until
 // 2026-12-07) a 6 x 64 tile loads 0.42 operands an FMA instead of 0.50; on the Intel Xeon it ran
-// every BERT dense and batch_matmul 3-8% faster alone and BERT's layer 5% faster in sequence, and
-// on the AMD Zen 5 it ran its denses 0.5-1% faster (BENCHMARKS.md, "A default tile of 6 x 64").
-// swap=1 keeps 16 (4 x 64): its transposed tiles were measured on that default only.
-int64_t DefaultMr(int64_t nr, bool swap) {
+// BERT's denses 3-8% faster alone and its layer 5% faster in sequence, and on the AMD Zen 5 it ran
+// them 0.5-1% faster (BENCHMARKS.md, "A default tile of 6 x 64"). Two cases keep 16 (4 x 64):
+// swap=1, whose transposed tiles were measured on that default only, and K <= 64, where the k loop
+// is as short as the tile's epilogue (the seed's batch_matmul + where at S = 256 ran 2-7% slower on
+// 6 x 64).
+int64_t DefaultMr(int64_t nr, bool swap, int64_t k) {
   const int64_t vectors = nr / kLanes;
-  const int64_t accumulators = swap ? 16 : 24;
+  const int64_t accumulators = swap || k <= 64 ? 16 : 24;
   return std::clamp<int64_t>(std::min<int64_t>(accumulators / vectors, (31 - vectors) / vectors), 1,
                              8);
 }
@@ -154,7 +156,7 @@ MatmulTiling ResolveMatmulTiling(const MatmulLayout& layout, const Schedule& s, 
   const MatmulLayout l = t.swap ? SwappedMatmulLayout(layout) : layout;
   int64_t mr = s.Get("mr", 0), nr = s.Get("nr", 0);
   if (mr == 0 && nr == 0) nr = l.n <= 16 ? 16 : l.n <= 32 ? 32 : 64;
-  if (mr == 0) mr = DefaultMr(nr, t.swap);  // at most 8 rows: swap=1's transpose too
+  if (mr == 0) mr = DefaultMr(nr, t.swap, l.k);  // at most 8 rows: swap=1's transpose too
   if (nr == 0) nr = DefaultNr(mr, l);
   if (nr % kLanes != 0)
     throw UserError(fmt::format("matmul schedule: nr={} is not a multiple of {}", nr, kLanes));
