@@ -173,6 +173,23 @@ TEST(MatmulEmit, NextBlockPrefetchOnAndOff) {
   }
 }
 
+TEST(MatmulSchedule, TheDefaultTileIsSixRowsBySixtyFourPastShortKLoops) {
+  auto tile = [](const MatmulLayout& l, const char* schedule) {
+    const MatmulTiling t = ResolveMatmulTiling(l, Schedule::Parse(schedule), 1);
+    return std::pair{t.mr, t.nr};
+  };
+  // BERT's denses (K = 768, 3072): 24 accumulators.
+  EXPECT_EQ(tile(Layout(1, 128, 3072, 768, false, true), ""), std::pair(6, 64));
+  EXPECT_EQ(tile(Layout(1, 128, 768, 3072, false, true), ""), std::pair(6, 64));
+  // The attention scores' and the seed's K = 64: 16, as before 6 x 64.
+  EXPECT_EQ(tile(Layout(12, 256, 256, 64, false, true), ""), std::pair(4, 64));
+  // Narrow outputs keep at most 8 rows; 128 columns leave room for 2.
+  EXPECT_EQ(tile(Layout(1, 128, 32, 768, false, true), ""), std::pair(8, 32));
+  EXPECT_EQ(tile(Layout(1, 128, 768, 768, false, true), "nr=128"), std::pair(2, 128));
+  // swap=1's transposed tiles keep 4 x 64.
+  EXPECT_EQ(tile(Layout(1, 64, 768, 3072, false, true), "swap=1"), std::pair(4, 64));
+}
+
 TEST(MatmulSchedule, NextBlockPrefetchDefaultsOnAndIsSpelledOnlyWhenNotOne) {
   MatmulLayout l = Layout(1, 128, 768, 768, false, true);
   EXPECT_EQ(ResolveMatmulTiling(l, {}, 1).pb, 1);
