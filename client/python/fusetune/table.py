@@ -8,10 +8,10 @@ __all__ = ["format_table", "format_html", "short_target", "us", "speedup"]
 OPS_WIDTH = 44
 
 
-def us(value):
+def us(value, decimals=1):
     if math.isnan(value):
         return "-"  # not measured: a plan transferred from another size
-    return f"{value:.1f}" if math.isfinite(value) else "failed"
+    return f"{value:.{decimals}f}" if math.isfinite(value) else "failed"
 
 
 def speedup(base, tuned):
@@ -72,13 +72,9 @@ def _same_answer(a, b):
             and a.rounds == b.rounds and a.cached == b.cached
             and a.transferred_from == b.transferred_from
             and a.searched_again == b.searched_again and not a.warm_start and not b.warm_start
-            and all(_us3(getattr(a, f)) == _us3(getattr(b, f))
+            and all(us(getattr(a, f), 3) == us(getattr(b, f), 3)
                     for f in ("tuned_us", "greedy_us", "unfused_us"))
             and len(a.changes_from_greedy) == len(b.changes_from_greedy))
-
-
-def _us3(value):
-    return "-" if math.isnan(value) else f"{value:.3f}" if math.isfinite(value) else "failed"
 
 
 def _families(r):
