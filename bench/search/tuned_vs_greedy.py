@@ -43,6 +43,8 @@ DEFAULT_CASES = [
     "examples/sub_exp_100x120x120.relay",
     "examples/softmax_decomposed.relay",
     "examples/layer_norm_ops.relay",
+    "examples/rms_norm_ops.relay",
+    "examples/attention_softmax_ops.relay",
     "examples/gpt2_mlp.relay",
     "examples/qkv_attention.relay",
     "examples/bert_layer_dyn.relay@x.0=64",
