@@ -52,26 +52,6 @@ __attribute__((target("avx512f"))) float IntrinsicChains(int64_t iters) {
   return total;
 }
 
-// The chain count that runs fastest here (8 hides a 4-cycle latency on 2 pipes; more is free
-// as long as the chains fit the registers).
-std::unique_ptr<codegen::FmaPeakKernel> FastestPeak(codegen::Jit& jit) {
-  std::vector<std::unique_ptr<codegen::FmaPeakKernel>> kernels;
-  std::vector<std::unique_ptr<FmaPeakRun>> runs;
-  std::vector<Candidate> cands;
-  for (int chains : {8, 12, 16, 24}) {
-    kernels.push_back(codegen::CompileFmaPeak(jit, chains));
-    runs.push_back(std::make_unique<FmaPeakRun>(FmaPeakRun{kernels.back().get(), 1}));
-    cands.push_back(PeakCandidate(runs.back().get()));
-  }
-  Compare(cands, 5, 20);
-  size_t best = 0;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (runs[i]->Flops() / cands[i].median_us > runs[best]->Flops() / cands[best].median_us)
-      best = i;
-  }
-  return std::move(kernels[best]);
-}
-
 // One GEMM-shaped problem: a Relay graph whose node "0" is the product, and the peers' calls.
 struct Shape {
   std::string name;
@@ -176,6 +156,24 @@ void PrintRows(int threads, const std::vector<Row>& rows, bool sweep, bool use_m
 }
 
 }  // namespace
+
+std::unique_ptr<codegen::FmaPeakKernel> FastestPeak(codegen::Jit& jit) {
+  std::vector<std::unique_ptr<codegen::FmaPeakKernel>> kernels;
+  std::vector<std::unique_ptr<FmaPeakRun>> runs;
+  std::vector<Candidate> cands;
+  for (int chains : {8, 12, 16, 24}) {
+    kernels.push_back(codegen::CompileFmaPeak(jit, chains));
+    runs.push_back(std::make_unique<FmaPeakRun>(FmaPeakRun{kernels.back().get(), 1}));
+    cands.push_back(PeakCandidate(runs.back().get()));
+  }
+  Compare(cands, 5, 20);
+  size_t best = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (runs[i]->Flops() / cands[i].median_us > runs[best]->Flops() / cands[best].median_us)
+      best = i;
+  }
+  return std::move(kernels[best]);
+}
 
 void BenchPeak(codegen::Jit& jit) {
   std::printf("\n== FMA peak (JIT kernel, worker/codegen/fma_peak.h; <%d x float> FMA chains) ==\n",

@@ -4,14 +4,20 @@
 // as the kernels, beside OpenBLAS's and oneDNN's sgemm on the same shapes.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/matmul/openblas.h"
 #include "ir/plan.h"
+#include "worker/codegen/fma_peak.h"
 #include "worker/codegen/jit.h"
 
 namespace fusetune::bench {
+
+// The peak kernel of the chain count that runs fastest here, at 1 thread (8 chains hide a 4-cycle
+// latency on 2 pipes; more are free as long as they fit the registers).
+std::unique_ptr<codegen::FmaPeakKernel> FastestPeak(codegen::Jit& jit);
 
 // The FMA peak at 1 and 2 threads for several chain counts, and a C++ intrinsics cross-check.
 void BenchPeak(codegen::Jit& jit);

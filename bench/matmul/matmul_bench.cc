@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "bench/matmul/efficiency.h"
+#include "bench/matmul/l1_ceiling.h"
 #include "bench/matmul/openblas.h"
 #include "bench/matmul/plan_runner.h"
 #include "bench/matmul/timing.h"
@@ -288,6 +289,9 @@ constexpr const char* kUsage = R"(usage: matmul_bench [SECTION...] [OPTIONS]
 Sections (none: all but asm, asm-dense):
   peak      the core's FMA peak: a JIT kernel of independent FMA chains (worker/codegen/fma_peak.h)
             at 1 and 2 threads, several chain counts, and a C++ intrinsics cross-check
+  l1        the ceiling of a broadcast GEMM micro-kernel apart from the caches: C++ register
+            tiles (4x64 ... 14x32) with A and B in L1, against the peak in the same rounds, and
+            each with A in a register instead (no broadcast loads: prices them)
   gemm      the BERT layer's GEMM shapes (its four denses, both batch_matmuls) at each --seqs
             length, and square 512 / 1024, at 1 and 2 threads: GFLOP/s and % of the FMA peak
             measured in the same rounds; "ours default" is the default schedule (B packed in the
@@ -325,8 +329,8 @@ Options (gemm unless said):
 
 namespace {
 
-const std::set<std::string> kSections{"peak",  "gemm",    "bmm", "seed",
-                                      "dense", "compile", "asm", "asm-dense"};
+const std::set<std::string> kSections{"peak",  "l1",      "gemm", "bmm",      "seed",
+                                      "dense", "compile", "asm",  "asm-dense"};
 
 int Usage(const std::string& error) {
   std::fprintf(stderr, "matmul_bench: %s\n%s", error.c_str(), fusetune::bench::kUsage);
@@ -410,6 +414,7 @@ int main(int argc, char** argv) {
   if (sections.count("asm")) PrintAssembly(jit, false);
   if (sections.count("asm-dense")) PrintAssembly(jit, true);
   if (want("peak")) BenchPeak(jit);
+  if (want("l1")) BenchL1Ceiling(jit);
   if (want("gemm")) {
     // OpenBLAS 0.3.21 picks SkylakeX's AVX-512 kernels only when told (openblas.h).
     OpenBlas blas(coretype);
