@@ -59,10 +59,10 @@ bool SwapCanPay(const MatmulLayout& l) { return l.m >= kLanes; }
 // is as short as the tile's epilogue (the seed's batch_matmul + where at S = 256 ran 2-7% slower on
 // 6 x 64).
 int64_t DefaultMr(int64_t nr, bool swap, int64_t k) {
-  const int64_t vectors = nr / kLanes;
   const int64_t accumulators = swap || k <= 64 ? 16 : 24;
-  return std::clamp<int64_t>(std::min<int64_t>(accumulators / vectors, (31 - vectors) / vectors), 1,
-                             8);
+  int64_t mr = std::clamp<int64_t>(accumulators / (nr / kLanes), 1, 8);
+  while (mr > 1 && !MatmulTileFitsRegisters(static_cast<int>(mr), static_cast<int>(nr))) --mr;
+  return mr;
 }
 
 // Cache blocks: packed B within `budget` bytes, and enough tasks to keep every thread busy
