@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "bench/matmul/plan_runner.h"
 #include "bench/matmul/timing.h"
 #include "worker/codegen/fma_peak.h"
+#include "worker/codegen/runtime/aligned_buffer.h"
 #include "worker/codegen/runtime/thread_pool.h"
 
 namespace fusetune::bench {
@@ -55,20 +55,17 @@ __attribute__((target("avx512f"), noinline)) void Tile(const float* a, const flo
     for (int j = 0; j < NV; ++j) _mm512_store_ps(c + (i * NV + j) * 16, acc[i][j]);
 }
 
+// A (kc x mr), B (kc x nv x 16) and C (mr x nv x 16), 64-byte aligned.
 struct Operands {
-  float* a;
-  float* b;
-  float* c;
+  explicit Operands(int mr, int nv)
+      : a(Filled(kKc * mr)), b(Filled(kKc * nv * 16)), c(Filled(int64_t{mr} * nv * 16)) {}
+  static runtime::AlignedBuffer Filled(int64_t floats) {
+    runtime::AlignedBuffer buffer(static_cast<size_t>(floats) * sizeof(float));
+    for (int64_t i = 0; i < floats; ++i) buffer.as<float>()[i] = 1e-3f * static_cast<float>(i % 7);
+    return buffer;
+  }
+  runtime::AlignedBuffer a, b, c;
 };
-
-Operands Allocate(int mr, int nv) {
-  auto floats = [](int64_t n) {
-    auto* p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(n) * 4));
-    for (int64_t i = 0; i < n; ++i) p[i] = 1e-3f * static_cast<float>(i % 7);
-    return p;
-  };
-  return {floats(kKc * mr), floats(kKc * nv * 16), floats(int64_t{mr} * nv * 16)};
-}
 
 struct TileRow {
   std::string name;
@@ -77,16 +74,20 @@ struct TileRow {
 };
 
 template <int MR, int NV>
-void AddTile(std::vector<Candidate>& cands, std::vector<TileRow>& rows, const Operands& o) {
+void AddTile(std::vector<Candidate>& cands, std::vector<TileRow>& rows,
+             std::vector<std::unique_ptr<Operands>>& operands) {
+  const Operands& o = *operands.emplace_back(std::make_unique<Operands>(MR, NV));
   TileRow row{fmt::format("{}x{}", MR, NV * 16), 2.0 * MR * NV * 16 * kKc * kCallsPerRun,
               cands.size(), cands.size() + 1};
   cands.push_back({row.name + " A from L1", [] { runtime::SetNumThreads(1); },
-                   [o] {
-                     for (int i = 0; i < kCallsPerRun; ++i) Tile<MR, NV, true>(o.a, o.b, o.c, kKc);
+                   [&o] {
+                     for (int i = 0; i < kCallsPerRun; ++i)
+                       Tile<MR, NV, true>(o.a.as<float>(), o.b.as<float>(), o.c.as<float>(), kKc);
                    }});
   cands.push_back({row.name + " A in a register", [] { runtime::SetNumThreads(1); },
-                   [o] {
-                     for (int i = 0; i < kCallsPerRun; ++i) Tile<MR, NV, false>(o.a, o.b, o.c, kKc);
+                   [&o] {
+                     for (int i = 0; i < kCallsPerRun; ++i)
+                       Tile<MR, NV, false>(o.a.as<float>(), o.b.as<float>(), o.c.as<float>(), kKc);
                    }});
   rows.push_back(row);
 }
@@ -107,19 +108,14 @@ void BenchL1Ceiling(codegen::Jit& jit) {
   std::vector<Candidate> cands{
       {"FMA peak", [] { runtime::SetNumThreads(1); }, [&] { peak.Call(); }}};
   std::vector<TileRow> rows;
-  std::vector<Operands> operands;
+  std::vector<std::unique_ptr<Operands>> operands;
   // The space's 4x64, 6x64 and 12x32 (ir/matmul_schedule.cc), and 8x48 and 14x32, which fit the
   // 32 zmm registers too.
-  operands.push_back(Allocate(4, 4));
-  AddTile<4, 4>(cands, rows, operands.back());
-  operands.push_back(Allocate(6, 4));
-  AddTile<6, 4>(cands, rows, operands.back());
-  operands.push_back(Allocate(8, 3));
-  AddTile<8, 3>(cands, rows, operands.back());
-  operands.push_back(Allocate(12, 2));
-  AddTile<12, 2>(cands, rows, operands.back());
-  operands.push_back(Allocate(14, 2));
-  AddTile<14, 2>(cands, rows, operands.back());
+  AddTile<4, 4>(cands, rows, operands);
+  AddTile<6, 4>(cands, rows, operands);
+  AddTile<8, 3>(cands, rows, operands);
+  AddTile<12, 2>(cands, rows, operands);
+  AddTile<14, 2>(cands, rows, operands);
   Compare(cands, 9, 20);
   const double peak_gflops = Gflops(peak.Flops(), cands[0].median_us);
   std::printf("  FMA peak %.1f GFLOP/s\n  %-6s %22s %26s\n", peak_gflops, "tile",
@@ -130,8 +126,6 @@ void BenchL1Ceiling(codegen::Jit& jit) {
     std::printf("  %-6s %13.1f (%5.1f%%) %17.1f (%5.1f%%)\n", r.name.c_str(), mem,
                 100 * mem / peak_gflops, reg, 100 * reg / peak_gflops);
   }
-  for (const Operands& o : operands)
-    for (float* p : {o.a, o.b, o.c}) std::free(p);
 }
 
 }  // namespace fusetune::bench
