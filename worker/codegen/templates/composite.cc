@@ -114,11 +114,13 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
       prologue.leaves[0].kind == ExprLeaf::Kind::kInput && !prologue.leaves[0].clamp;
   const bool fill_row = cached && !plain_load;
   const int row = gk.Local("row", DType::kFloat32, cached ? len : 1);
-  const int acc = gk.Local("acc", DType::kFloat32, w);
+  // The accumulators: `wa` lanes, one vector for each of the row's chains (ChainedLoop).
+  const int wa = w * ReductionChains(len, w);
+  const int acc = gk.Local("acc", DType::kFloat32, wa);
   const int s1 = gk.Local("s1", DType::kFloat32, 1), s2 = gk.Local("s2", DType::kFloat32, 1);
   // online=1 only: a second vector accumulator, a copy of the lanes, the layer norm's shift.
-  const int sums = knobs.online ? gk.Local("sums", DType::kFloat32, w) : -1;
-  const int lanes = knobs.online ? gk.Local("lanes", DType::kFloat32, w) : -1;
+  const int sums = knobs.online ? gk.Local("sums", DType::kFloat32, wa) : -1;
+  const int lanes = knobs.online ? gk.Local("lanes", DType::kFloat32, wa) : -1;
   const int shift = knobs.online && !softmax ? gk.Local("shift", DType::kFloat32, 1) : -1;
   auto x = [&](KExpr l) { return gk.Lower(prologue, coords(l), extents); };
   auto row_value = [&](KExpr l) { return fill_row ? kir::Load(row, l) : x(l); };
@@ -127,41 +129,41 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
 
   std::vector<KStmt> stmts;
   auto combine_lanes = [&](double init, const ScalarExpr& combine, int dst) {
-    stmts.push_back(gk.CombineLanes(acc, w, combine, fconst(init), dst));
+    stmts.push_back(gk.CombineLanes(acc, wa, combine, fconst(init), dst));
   };
-  // acc = init; for l: (row[l] = x(l)); acc[l % w] = combine(acc, value(l)); dst = combine(lanes).
+  // acc = init; for l: (row[l] = x(l)); acc[slot] = combine(acc, value(l)); dst = combine(lanes).
   auto reduce_pass = [&](double init, const ScalarExpr& combine, bool fill,
                          const std::function<KExpr(KExpr)>& value, int dst) {
     const int l0 = gk.Var("l");
-    stmts.push_back(kir::For(l0, w, vec, kir::Store(acc, kir::Var(l0), fconst(init)), w));
-    const int l = gk.Var("l");
-    KExpr slot = kir::Mod(kir::Var(l), kir::Int(w));
-    std::vector<KStmt> body;
-    if (fill && fill_row) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
-    body.push_back(
-        kir::Store(acc, slot, kir::Eval(combine, {kir::Load(acc, slot), value(kir::Var(l))})));
-    stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
+    stmts.push_back(kir::For(l0, wa, vec, kir::Store(acc, kir::Var(l0), fconst(init)), wa));
+    stmts.push_back(gk.ChainedLoop(len, w, [&](KExpr slot, KExpr l) {
+      std::vector<KStmt> body;
+      if (fill && fill_row) body.push_back(kir::Store(row, l, x(l)));
+      body.push_back(kir::Store(acc, slot, kir::Eval(combine, {kir::Load(acc, slot), value(l)})));
+      return kir::Block(std::move(body));
+    }));
     combine_lanes(init, combine, dst);
   };
   // The one-pass forms: acc and sums start at their inits; for l: (row[l] = x(l)); then
-  // sums[l % w] = sums_step(sums, x(l), extra, acc), then acc[l % w] = acc_step(acc, x(l), extra):
+  // sums[slot] = sums_step(sums, x(l), extra, acc), then acc[slot] = acc_step(acc, x(l), extra):
   // the sums' step sees acc as it was before the element.
   auto paired_pass = [&](double acc_init, double sums_init, const ScalarExpr& sums_step,
                          const ScalarExpr& acc_step, const KExpr& extra) {
     const int l0 = gk.Var("l");
-    stmts.push_back(kir::For(l0, w, vec,
+    stmts.push_back(kir::For(l0, wa, vec,
                              kir::Block({kir::Store(acc, kir::Var(l0), fconst(acc_init)),
                                          kir::Store(sums, kir::Var(l0), fconst(sums_init))}),
-                             w));
-    const int l = gk.Var("l");
-    KExpr slot = kir::Mod(kir::Var(l), kir::Int(w));
-    std::vector<KStmt> body;
-    if (fill_row) body.push_back(kir::Store(row, kir::Var(l), x(kir::Var(l))));
-    KExpr v = row_value(kir::Var(l));
-    body.push_back(kir::Store(
-        sums, slot, kir::Eval(sums_step, {kir::Load(sums, slot), v, extra, kir::Load(acc, slot)})));
-    body.push_back(kir::Store(acc, slot, kir::Eval(acc_step, {kir::Load(acc, slot), v, extra})));
-    stmts.push_back(kir::For(l, len, vec, kir::Block(std::move(body)), w));
+                             wa));
+    stmts.push_back(gk.ChainedLoop(len, w, [&](KExpr slot, KExpr l) {
+      std::vector<KStmt> body;
+      if (fill_row) body.push_back(kir::Store(row, l, x(l)));
+      KExpr v = row_value(l);
+      body.push_back(kir::Store(
+          sums, slot,
+          kir::Eval(sums_step, {kir::Load(sums, slot), v, extra, kir::Load(acc, slot)})));
+      body.push_back(kir::Store(acc, slot, kir::Eval(acc_step, {kir::Load(acc, slot), v, extra})));
+      return kir::Block(std::move(body));
+    }));
   };
   auto store_outputs = [&](const std::function<KExpr(KExpr)>& normalised) {
     const int l = gk.Var("l");
@@ -184,18 +186,18 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
     // S = sum over the lanes of s * exp(m - M).
     const int c = gk.Var("l");
     stmts.push_back(
-        kir::For(c, w, vec, kir::Store(lanes, kir::Var(c), kir::Load(acc, kir::Var(c))), w));
-    stmts.push_back(gk.CombineLanes(lanes, w, MaxCombine(), fconst(lowest), s1));
+        kir::For(c, wa, vec, kir::Store(lanes, kir::Var(c), kir::Load(acc, kir::Var(c))), wa));
+    stmts.push_back(gk.CombineLanes(lanes, wa, MaxCombine(), fconst(lowest), s1));
     const int r = gk.Var("l");
     ScalarExpr rescale =
         Bin(ScalarOp::kMul, F(0), sx::Unary(ScalarOp::kExp, Bin(ScalarOp::kSub, F(1), F(2))));
     stmts.push_back(
-        kir::For(r, w, vec,
+        kir::For(r, wa, vec,
                  kir::Store(sums, kir::Var(r),
                             kir::Eval(rescale, {kir::Load(sums, kir::Var(r)),
                                                 kir::Load(acc, kir::Var(r)), scalar(s1)})),
-                 w));
-    stmts.push_back(gk.CombineLanes(sums, w, SumCombine(), fconst(0.0), s2));
+                 wa));
+    stmts.push_back(gk.CombineLanes(sums, wa, SumCombine(), fconst(0.0), s2));
     stmts.push_back(kir::Store(s2, kir::Int(0),
                                kir::Eval(Bin(ScalarOp::kDiv, sx::Const(1.0), F(0)), {scalar(s2)})));
     ScalarExpr normalised =
@@ -210,16 +212,13 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
     auto e = [&](KExpr l) { return kir::Eval(shifted_exp, {row_value(l), scalar(s1)}); };
     if (cached) {
       const int l0 = gk.Var("l");
-      const int l1 = gk.Var("l");
-      stmts.push_back(kir::For(l0, w, vec, kir::Store(acc, kir::Var(l0), fconst(0.0)), w));
-      KExpr slot = kir::Mod(kir::Var(l1), kir::Int(w));
-      stmts.push_back(kir::For(
-          l1, len, vec,
-          kir::Block({kir::Store(row, kir::Var(l1), e(kir::Var(l1))),
-                      kir::Store(acc, slot,
-                                 kir::Eval(SumCombine(),
-                                           {kir::Load(acc, slot), kir::Load(row, kir::Var(l1))}))}),
-          w));
+      stmts.push_back(kir::For(l0, wa, vec, kir::Store(acc, kir::Var(l0), fconst(0.0)), wa));
+      stmts.push_back(gk.ChainedLoop(len, w, [&](KExpr slot, KExpr l) {
+        return kir::Block(
+            {kir::Store(row, l, e(l)),
+             kir::Store(acc, slot,
+                        kir::Eval(SumCombine(), {kir::Load(acc, slot), kir::Load(row, l)}))});
+      }));
       combine_lanes(0.0, SumCombine(), s2);
     } else {
       reduce_pass(0.0, SumCombine(), false, e, s2);
@@ -256,7 +255,7 @@ Kernel BuildCompositeKernel(const Graph& graph, const FusedGroup& group, const T
       paired_pass(0.0, 0.0, Bin(ScalarOp::kAdd, F(0), Bin(ScalarOp::kMul, d, d)),
                   Bin(ScalarOp::kAdd, F(0), d), scalar(shift));
       combine_lanes(0.0, SumCombine(), s1);
-      stmts.push_back(gk.CombineLanes(sums, w, SumCombine(), fconst(0.0), s2));
+      stmts.push_back(gk.CombineLanes(sums, wa, SumCombine(), fconst(0.0), s2));
       // s2 = sum(d^2)/n - (sum(d)/n)^2 from the sums; then s1 = the mean.
       ScalarExpr mean_d = Bin(ScalarOp::kDiv, F(0), n);
       ScalarExpr var = Bin(

@@ -221,6 +221,33 @@ KStmt GroupKernel::CombineLanes(int acc, int lanes, const ScalarExpr& combine, K
   return kir::Block(std::move(stmts));
 }
 
+int ReductionChains(int64_t extent, int width) {
+  return static_cast<int>(std::clamp<int64_t>(extent / std::max(width, 1), 1, 4));
+}
+
+KStmt GroupKernel::ChainedLoop(int64_t extent, int width,
+                               const std::function<KStmt(KExpr slot, KExpr l)>& update) {
+  const int chains = ReductionChains(extent, width);
+  const int64_t block = int64_t{chains} * width, blocks = extent / block;
+  const LoopKind lanes = width > 1 ? LoopKind::kVectorized : LoopKind::kSerial;
+  std::vector<KStmt> stmts;
+  if (blocks > 0) {
+    const int j = Var("j"), u = Var("u"), v = Var("l");
+    KExpr slot = kir::Add(kir::Mul(kir::Var(u), kir::Int(width)), kir::Var(v));
+    KExpr l = kir::Add(kir::Mul(kir::Var(j), kir::Int(block)), slot);
+    stmts.push_back(kir::For(j, blocks, LoopKind::kSerial,
+                             kir::For(u, chains, LoopKind::kUnrolled,
+                                      kir::For(v, width, lanes, update(slot, l), width))));
+  }
+  if (const int64_t rest = extent - blocks * block; rest > 0) {
+    const int t = Var("l");
+    KExpr slot = kir::Mod(kir::Var(t), kir::Int(width));
+    stmts.push_back(kir::For(t, rest, lanes,
+                             update(slot, kir::Add(kir::Int(blocks * block), kir::Var(t))), width));
+  }
+  return kir::Block(std::move(stmts));
+}
+
 KExpr GroupKernel::Lower(const InlinedExpr& expr, std::span<const KExpr> axes,
                          std::span<const int64_t> extents, const AnchorFn& anchor,
                          const FlatFn& flat) {

@@ -149,28 +149,28 @@ Kernel BuildReduceKernel(const Graph& graph, const FusedGroup& group, const Temp
 
   KStmt body;
   if (rows) {
-    const int acc = gk.Local("acc", dtype, w), res = gk.Local("res", dtype, 1);
+    // One vector for each of the last axis' chains (ChainedLoop).
+    const int wa = rank > 0 ? w * ReductionChains(in_shape[rank - 1], w) : w;
+    const int acc = gk.Local("acc", dtype, wa), res = gk.Local("res", dtype, 1);
     const int lane = gk.Var("l");
     std::vector<KStmt> stmts;
     stmts.push_back(
-        kir::For(lane, w, LoopKind::kVectorized, kir::Store(acc, kir::Var(lane), init), w));
+        kir::For(lane, wa, LoopKind::kVectorized, kir::Store(acc, kir::Var(lane), init), wa));
     if (rank > 0) {
       const int last = rank - 1;
-      const int v = gk.Var(fmt::format("r{}", last));
       stmts.push_back(reduced_loops(coord, last, [&] {
-        coord[last] = kir::Var(v);
-        KExpr slot = kir::Mod(kir::Var(v), kir::Int(w));
-        KExpr value = gk.Lower(prologue, coord, in_extents);
-        KStmt update = kir::Store(acc, slot, kir::Eval(combine, {kir::Load(acc, slot), value}));
-        return kir::For(v, in_shape[last], w > 1 ? LoopKind::kVectorized : LoopKind::kSerial,
-                        update, w);
+        return gk.ChainedLoop(in_shape[last], w, [&](KExpr slot, KExpr l) {
+          coord[last] = l;
+          KExpr value = gk.Lower(prologue, coord, in_extents);
+          return kir::Store(acc, slot, kir::Eval(combine, {kir::Load(acc, slot), value}));
+        });
       }));
     } else {
       stmts.push_back(kir::Store(acc, kir::Int(0),
                                  kir::Eval(combine, {kir::Load(acc, kir::Int(0)),
                                                      gk.Lower(prologue, coord, in_extents)})));
     }
-    stmts.push_back(gk.CombineLanes(acc, w, combine, init, res));
+    stmts.push_back(gk.CombineLanes(acc, wa, combine, init, res));
     KExpr value = finalize(kir::Load(res, kir::Int(0)));
     std::vector<KExpr> oc = out_coords(kept_coord);
     for (size_t i = 0; i < group.outputs.size(); ++i) {
