@@ -1,7 +1,7 @@
 // Softmaxes and layer norms written op by op end to end: a plan file holding one as one kernel
 // (with a layer norm's scale and shift) runs through `fusetune run` (compiled and checked
-// against the reference interpreter) at 1 and 2 threads, `kernel` names its row kernel, and
-// `tune --no-softmax-rows` / `--no-layer-norm-rows` never put both reductions in one kernel.
+// against the reference interpreter) at 1 and 2 threads and `kernel` names its row kernel
+// (`tune`'s flags that take them out: norm_rows_flags_serial_test.cc).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -12,10 +12,7 @@ namespace {
 
 using testing::RunFusetune;
 using testing::RunPlanFile;
-using testing::TempDb;
 using testing::WriteTempFile;
-
-const std::string kExamples = std::string(FUSETUNE_SOURCE_DIR) + "/examples/";
 
 // Rows of 45 (not a multiple of the vector width), scaled before the softmax.
 const char* kSoftmax = R"(fn (%x: Tensor[(6, 45), float32]) {
@@ -68,26 +65,6 @@ std::string RunsAsOneCheckedKernel(const std::string& name, const char* relay,
   return kernel.out;
 }
 
-// Whether a kernel of `example`'s tuned plan (with `flags`) holds both `a` and `b`.
-bool OneKernelHoldsBoth(const std::string& example, const std::string& flags, const std::string& a,
-                        const std::string& b) {
-  TempDb db("norm_rows_" + example.substr(0, 7) + std::to_string(flags.size()));
-  // Full timing: with two repeats a loaded core could keep greedy over a kernel 2x faster.
-  auto r = RunFusetune("tune --json " + flags + " --db " + db.path() + " " + kExamples + example);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (r.exit_code != 0) return false;
-  const nlohmann::json report = nlohmann::json::parse(r.out);
-  bool both = false;
-  for (const auto& region : report["regions"]) {
-    for (const auto& group : region["plan"]) {
-      int held = 0;
-      for (const auto& n : group) held += n == a || n == b;
-      both |= held == 2;
-    }
-  }
-  return both;
-}
-
 TEST(NormRowsCli, ASoftmaxAsOneKernelRunsAndIsChecked) {
   const std::string kernel = RunsAsOneCheckedKernel("softmax_rows", kSoftmax, "%0,%1,%2,%3,%4,%5");
   EXPECT_NE(kernel.find("template composite; anchor %5"), std::string::npos) << kernel;
@@ -98,17 +75,6 @@ TEST(NormRowsCli, ALayerNormWithItsScaleAndShiftAsOneKernelRunsAndIsChecked) {
       RunsAsOneCheckedKernel("layer_norm_rows", kLayerNorm, "%0,%1,%2,%3,%4,%5,%6,%7,%8");
   EXPECT_NE(kernel.find("template composite; anchor %6"), std::string::npos) << kernel;
   EXPECT_NE(kernel.find("online=1"), std::string::npos) << "one pass is in its space\n" << kernel;
-}
-
-// At the examples' sizes the row kernels win (2-3x over the rules' kernels): each flag takes them
-// out of the request. The layer norm's runs leave out recomputation, whose plan (2x) a loaded
-// core's figures could rank above the row kernel's (2.7x), so the first run could fail for it.
-TEST(NormRowsCli, TheirFlagsKeepBothReductionsApart) {
-  EXPECT_TRUE(OneKernelHoldsBoth("softmax_decomposed.relay", "", "%0", "%3"));
-  EXPECT_FALSE(OneKernelHoldsBoth("softmax_decomposed.relay", "--no-softmax-rows", "%0", "%3"));
-  EXPECT_TRUE(OneKernelHoldsBoth("layer_norm_ops.relay", "--no-recompute", "%0", "%3"));
-  EXPECT_FALSE(OneKernelHoldsBoth("layer_norm_ops.relay", "--no-recompute --no-layer-norm-rows",
-                                  "%0", "%3"));
 }
 
 }  // namespace
